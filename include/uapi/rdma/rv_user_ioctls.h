@@ -16,6 +16,8 @@
  *   be zero.  Output fields are written back only up to min(@size, kernel
  *   size).
  * - Unknown bits in @flags are rejected.
+ * - A command's minimum @size is the size of its struct as first
+ *   released; for every struct in this header that is its current size.
  * - Addresses are __aligned_u64, objects are named by small integer
  *   handles; no kernel pointer is ever returned.
  * - The layout is identical for i386, x32 and x86-64 (no implicit
@@ -28,7 +30,8 @@
  *  EINVAL  @size below the command's minimum, an unknown @flags bit, or a
  *          field out of range (each command lists its fields)
  *  E2BIG   @size larger than the kernel's struct and the extra bytes are
- *          not all zero (a newer feature this kernel does not know)
+ *          not all zero (a newer feature this kernel does not know), or
+ *          @size above 4096
  *  ENOMEM  out of kernel memory
  */
 #ifndef _UAPI_RDMA_RV_USER_IOCTLS_H
@@ -87,6 +90,7 @@ struct rv_query {
 	__u32 default_ring_entries;
 	__aligned_u64 default_mr_cache_bytes;
 };
+
 #define RV_IOCTL_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_QUERY)
 
 /**
@@ -143,6 +147,7 @@ struct rv_attach {
 	__u32 slot;
 	__aligned_u64 mr_cache_bytes;
 };
+
 #define RV_IOCTL_ATTACH _IO(RV_IOCTL_TYPE, RV_CMD_ATTACH)
 
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */

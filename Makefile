@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# rv: top-level build.  On a fresh Debian bookworm machine:
+#   make setup    install every dependency from Debian's packages, build all
+#   make check    run the whole test suite (host checks + QEMU/rxe VMs)
+# See README.md for the rest.
+
+SHELL := /bin/bash
+
+# Debian's 6.1 kernel the VMs boot and the module builds against.  Not the
+# running kernel: this host may run anything.
+KVER ?= $(shell dpkg-query -W -f='$${Depends}' linux-headers-amd64 2>/dev/null | \
+	  sed -n 's/.*linux-headers-\([0-9][^ ,]*\).*/\1/p')
+KDIR ?= /usr/src/linux-headers-$(KVER)
+KERNEL_IMAGE ?= /boot/vmlinuz-$(KVER)
+
+BUILD := $(CURDIR)/build
+RV_DIR := drivers/infiniband/ulp/rv
+RV_KO := $(RV_DIR)/rv.ko
+SELFTESTS := tools/testing/selftests/rv
+LIBRV := lib/librv
+
+# Third-party files taken from Debian's linux-source-6.1 at build time.
+LINUX_SRC_TAR ?= /usr/src/linux-source-6.1.tar.xz
+LINUX_SRC := $(BUILD)/linux-source-6.1
+KSFT_DIR := $(LINUX_SRC)/tools/testing/selftests
+CHECKPATCH := $(LINUX_SRC)/scripts/checkpatch.pl
+LINUX_SRC_FILES := \
+	linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
+	linux-source-6.1/tools/testing/selftests/kselftest.h \
+	linux-source-6.1/scripts/checkpatch.pl \
+	linux-source-6.1/scripts/spelling.txt \
+	linux-source-6.1/scripts/const_structs.checkpatch
+
+DEBIAN_PACKAGES := \
+	build-essential gcc-multilib pkg-config kmod xz-utils bc flex bison \
+	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
+	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
+	rdma-core ibverbs-utils perftest groff-base man-db
+
+KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
+	KCFLAGS=-I$(CURDIR)/include/uapi
+
+.PHONY: all setup packages module librv selftests vm-image check lint \
+	lint-w1 lint-sparse checkpatch clean
+
+all: module librv selftests vm-image
+
+setup: packages
+	$(MAKE) all
+
+packages:
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		$(DEBIAN_PACKAGES)
+
+$(CHECKPATCH) $(KSFT_DIR)/kselftest_harness.h: $(LINUX_SRC_TAR)
+	mkdir -p $(BUILD)
+	tar -xJf $(LINUX_SRC_TAR) -C $(BUILD) $(LINUX_SRC_FILES)
+	touch $(CHECKPATCH) $(KSFT_DIR)/kselftest_harness.h
+
+module:
+	@test -d $(KDIR) || { echo "no kernel headers at $(KDIR): run make setup" >&2; exit 1; }
+	$(MAKE) $(KBUILD_ARGS) modules
+
+librv:
+	$(MAKE) -C $(LIBRV)
+
+selftests: librv $(KSFT_DIR)/kselftest_harness.h
+	$(MAKE) -C $(SELFTESTS) KSFT_DIR=$(KSFT_DIR)
+
+vm-image:
+	$(SELFTESTS)/vm/mkinitramfs.sh $(KVER) $(BUILD)/vm
+
+check: all
+	RV_KERNEL=$(KERNEL_IMAGE) RV_KO=$(CURDIR)/$(RV_KO) \
+		$(SELFTESTS)/run_tests.sh
+
+# Warning-free with W=1, sparse-clean and checkpatch --strict clean.
+lint: lint-w1 lint-sparse checkpatch
+
+lint-w1:
+	$(MAKE) $(KBUILD_ARGS) clean
+	$(MAKE) $(KBUILD_ARGS) W=1 modules 2>&1 | tee $(BUILD)/lint-w1.log
+	! grep -E 'warning:|error:' $(BUILD)/lint-w1.log
+
+lint-sparse:
+	$(MAKE) $(KBUILD_ARGS) clean
+	$(MAKE) $(KBUILD_ARGS) C=1 modules 2>&1 | tee $(BUILD)/lint-sparse.log
+	! grep -E 'warning:|error:' $(BUILD)/lint-sparse.log
+
+# Trace headers follow the TRACE_EVENT() layout of include/trace/events/
+# (open-ended lines, aligned macro arguments), which --strict flags; those
+# two checks alone are waived for rv_trace.h.
+CHECKPATCH_ARGS := --strict --no-tree --terse --show-types
+checkpatch: $(CHECKPATCH)
+	$(CHECKPATCH) $(CHECKPATCH_ARGS) -f $(filter-out %/rv_trace.h %.mod.c, \
+		$(wildcard $(RV_DIR)/rv*.[ch])) include/uapi/rdma/rv_user_ioctls.h
+	$(CHECKPATCH) $(CHECKPATCH_ARGS) \
+		--ignore OPEN_ENDED_LINE,PARENTHESIS_ALIGNMENT -f $(RV_DIR)/rv_trace.h
+
+clean:
+	-$(MAKE) $(KBUILD_ARGS) clean
+	-$(MAKE) -C $(LIBRV) clean
+	-$(MAKE) -C $(SELFTESTS) clean
+	rm -rf $(BUILD)

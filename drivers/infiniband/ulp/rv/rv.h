@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rv: shared kernel RC connections, MR cache and event ring for RDMA
+ * middleware.  Internal definitions.
+ *
+ * Objects and their lifetimes:
+ *
+ *   struct rv_device  one per RDMA device, created by the ib_client add
+ *                     callback; refcounted by the device list and by jobs.
+ *   struct rv_job     one per (uid, job key, device, port); refcounted by
+ *                     the files attached to it; owns the job's kernel PD.
+ *   struct rv_file    one per open of /dev/rv; attached to at most one job,
+ *                     holding one slot of it.
+ *
+ * Lock order (outermost first):
+ *
+ *   rv_file.lock
+ *     rv_device.rwsem (read for users of the ib_device, write for removal)
+ *       rv_device.jobs_lock
+ *         rv_job.slots (xarray's internal spinlock)
+ *
+ *   rv_devices_lock is a leaf: it is held only to look up, insert or
+ *   unlink an rv_device, never while taking another rv lock.
+ */
+#ifndef RV_H
+#define RV_H
+
+/* Every .c includes this first, so all rv messages carry the prefix. */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rv_user_ioctls.h>
+
+/**
+ * struct rv_device - an RDMA device rv may use
+ * @ibdev: the device; NULL once it has been removed
+ * @index: ibdev->index, kept for logging after removal
+ * @kref: held by the device list and by each job on the device
+ * @list: entry in rv_devices, protected by rv_devices_lock
+ * @rwsem: protects @ibdev, @removed and every job's ib resources; taken for
+ *	read by code using the device, for write by removal so that removal
+ *	waits for those users and no user starts after it
+ * @removed: the ib_client remove callback ran; no new users
+ * @jobs_lock: protects @jobs and the membership of each job in it
+ * @jobs: jobs on this device
+ */
+struct rv_device {
+	struct ib_device *ibdev;
+	u32 index;
+	struct kref kref;
+	struct list_head list;
+	struct rw_semaphore rwsem;
+	bool removed;
+	struct mutex jobs_lock; /* protects jobs */
+	struct list_head jobs;
+};
+
+/**
+ * struct rv_job_params - what identifies a job and must match across it
+ * @uid: owner; only files of this uid join the job
+ * @port_num: device port, from 1
+ * @key_len: bytes used in @key
+ * @key: job key from user space, zero past @key_len
+ * @gid_index: local GID index the job's connections use
+ * @num_conn: RC QPs per remote node
+ * @slot_bits: immediate bits naming a process slot
+ */
+struct rv_job_params {
+	kuid_t uid;
+	u32 port_num;
+	u32 key_len;
+	u8 key[RV_JOB_KEY_MAX];
+	u32 gid_index;
+	u32 num_conn;
+	u32 slot_bits;
+};
+
+/**
+ * struct rv_job - processes of one job on one device port of this node
+ * @kref: one reference per attached file
+ * @dev: the device, holding a reference on it
+ * @list: entry in @dev->jobs, protected by @dev->jobs_lock
+ * @id: small number naming the job in logs and traces
+ * @params: identity and job-wide parameters, constant after creation
+ * @slots: slot index -> attached rv_file; allocation is serialised by the
+ *	xarray's own lock
+ * @pd: the job's kernel PD; protected by @dev->rwsem, NULL after removal
+ */
+struct rv_job {
+	struct kref kref;
+	struct rv_device *dev;
+	struct list_head list;
+	u32 id;
+	struct rv_job_params params;
+	struct xarray slots;
+	struct ib_pd *pd;
+};
+
+/**
+ * struct rv_file - one open of /dev/rv
+ * @lock: protects every field below; serialises ioctls against close
+ * @job: the job this file is attached to, NULL before ATTACH
+ * @slot: this file's slot in @job
+ * @ring_entries: event ring size requested at ATTACH
+ * @mr_cache_bytes: MR cache limit requested at ATTACH
+ */
+struct rv_file {
+	struct mutex lock; /* protects the fields below */
+	struct rv_job *job;
+	u32 slot;
+	u32 ring_entries;
+	u64 mr_cache_bytes;
+};
+
+/* Module parameters, validated once at load time (rv_main.c). */
+extern unsigned int rv_default_num_conn;
+extern unsigned int rv_default_slot_bits;
+extern unsigned int rv_default_ring_entries;
+extern unsigned long rv_default_mr_cache_bytes;
+
+/* rv_device.c */
+int rv_device_init(void);
+void rv_device_exit(void);
+struct rv_device *rv_device_get_by_index(u32 index);
+void rv_device_put(struct rv_device *dev);
+
+/* rv_job.c */
+int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
+		  const struct rv_job_params *params);
+void rv_job_detach(struct rv_file *rf);
+void rv_job_release_ib(struct rv_job *job);
+void rv_job_exit(void);
+
+/* rv_file.c */
+extern const struct file_operations rv_fops;
+
+/* Jobs are named by their id in messages, as in the rv_job_* traces. */
+#define rv_job_dbg(job, fmt, ...) \
+	pr_debug("job%u: " fmt, (job)->id, ##__VA_ARGS__)
+
+#endif /* RV_H */

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * /dev/rv file operations and the ioctl dispatcher.
+ *
+ * Every command takes one struct that starts with "__u32 size; __u32
+ * flags;".  The dispatcher copies it in with copy_struct_from_user() so
+ * older and newer user space both work, and handlers copy their answer
+ * back through rv_ucmd_respond().
+ */
+#include "rv.h"
+
+#include <linux/compat.h>
+#include <linux/fs.h>
+#include <linux/log2.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <rdma/ib_cache.h>
+
+/* Bounds the zero-tail scan of a struct from newer user space. */
+#define RV_UCMD_MAX_SIZE 4096
+
+struct rv_ucmd {
+	void __user *ubuffer;
+	u32 user_size;
+};
+
+/* Write back the kernel's answer, never more than the caller provided. */
+static int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
+			   size_t cmd_len)
+{
+	if (copy_to_user(ucmd->ubuffer, cmd, min_t(size_t, ucmd->user_size,
+						   cmd_len)))
+		return -EFAULT;
+	return 0;
+}
+
+static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg);
+static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			 void *arg);
+
+union rv_ucmd_buffer {
+	struct rv_query query;
+	struct rv_attach attach;
+};
+
+struct rv_ioctl_op {
+	unsigned int size;
+	unsigned int min_size;
+	int (*execute)(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		       void *arg);
+};
+
+#define RV_IOCTL_OP(_cmd, _fn, _struct, _last)                              \
+	[_cmd] = {                                                          \
+		.size = sizeof(_struct) +                                   \
+			BUILD_BUG_ON_ZERO(sizeof(union rv_ucmd_buffer) <    \
+					  sizeof(_struct)),                 \
+		.min_size = offsetofend(_struct, _last),                    \
+		.execute = _fn,                                             \
+	}
+
+static const struct rv_ioctl_op rv_ioctl_ops[] = {
+	RV_IOCTL_OP(RV_CMD_QUERY, rv_cmd_query, struct rv_query,
+		    default_mr_cache_bytes),
+	RV_IOCTL_OP(RV_CMD_ATTACH, rv_cmd_attach, struct rv_attach,
+		    mr_cache_bytes),
+};
+
+/* The uAPI promises one layout on every ABI; catch accidental changes. */
+static_assert(sizeof(struct rv_query) == 64);
+static_assert(offsetof(struct rv_query, cmd_mask) == 8);
+static_assert(offsetof(struct rv_query, attach_flags) == 16);
+static_assert(offsetof(struct rv_query, default_ring_entries) == 52);
+static_assert(offsetof(struct rv_query, default_mr_cache_bytes) == 56);
+static_assert(sizeof(struct rv_attach) == 64);
+static_assert(offsetof(struct rv_attach, dev_index) == 8);
+static_assert(offsetof(struct rv_attach, job_key_len) == 20);
+static_assert(offsetof(struct rv_attach, job_key) == 24);
+static_assert(offsetof(struct rv_attach, num_conn) == 40);
+static_assert(offsetof(struct rv_attach, slot) == 52);
+static_assert(offsetof(struct rv_attach, mr_cache_bytes) == 56);
+
+static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg)
+{
+	struct rv_query *cmd = arg;
+	unsigned int i;
+
+	if (cmd->flags)
+		return -EINVAL;
+
+	cmd->cmd_mask = 0;
+	for (i = 0; i < ARRAY_SIZE(rv_ioctl_ops); i++)
+		if (rv_ioctl_ops[i].execute)
+			cmd->cmd_mask |= BIT_ULL(i);
+	cmd->attach_flags = 0;
+	cmd->max_conn_per_node = RV_MAX_CONN_PER_NODE;
+	cmd->max_slot_bits = RV_MAX_SLOT_BITS;
+	cmd->min_slot_bits = RV_MIN_SLOT_BITS;
+	cmd->max_ring_entries = RV_MAX_RING_ENTRIES;
+	cmd->min_ring_entries = RV_MIN_RING_ENTRIES;
+	cmd->max_job_key_len = RV_JOB_KEY_MAX;
+	cmd->default_num_conn = rv_default_num_conn;
+	cmd->default_slot_bits = rv_default_slot_bits;
+	cmd->default_ring_entries = rv_default_ring_entries;
+	cmd->default_mr_cache_bytes = rv_default_mr_cache_bytes;
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+}
+
+/* Validate ATTACH's own fields and apply the module defaults. */
+static int rv_attach_check(struct rv_attach *cmd)
+{
+	if (cmd->flags)
+		return -EINVAL;
+	if (!cmd->job_key_len || cmd->job_key_len > RV_JOB_KEY_MAX ||
+	    memchr_inv(cmd->job_key + cmd->job_key_len, 0,
+		       RV_JOB_KEY_MAX - cmd->job_key_len))
+		return -EINVAL;
+
+	if (!cmd->num_conn)
+		cmd->num_conn = rv_default_num_conn;
+	if (cmd->num_conn > RV_MAX_CONN_PER_NODE)
+		return -EINVAL;
+
+	if (!cmd->slot_bits)
+		cmd->slot_bits = rv_default_slot_bits;
+	if (cmd->slot_bits < RV_MIN_SLOT_BITS ||
+	    cmd->slot_bits > RV_MAX_SLOT_BITS)
+		return -EINVAL;
+
+	if (!cmd->ring_entries)
+		cmd->ring_entries = rv_default_ring_entries;
+	if (!is_power_of_2(cmd->ring_entries) ||
+	    cmd->ring_entries < RV_MIN_RING_ENTRIES ||
+	    cmd->ring_entries > RV_MAX_RING_ENTRIES)
+		return -EINVAL;
+
+	if (!cmd->mr_cache_bytes)
+		cmd->mr_cache_bytes = rv_default_mr_cache_bytes;
+	return 0;
+}
+
+/* Port and GID index must exist; caller holds a device reference. */
+static int rv_attach_check_port(struct rv_device *dev,
+				const struct rv_attach *cmd)
+{
+	const struct ib_gid_attr *gid_attr;
+	int ret = 0;
+
+	down_read(&dev->rwsem);
+	if (dev->removed) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	if (!rdma_is_port_valid(dev->ibdev, cmd->port_num)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	gid_attr = rdma_get_gid_attr(dev->ibdev, cmd->port_num,
+				     cmd->gid_index);
+	if (IS_ERR(gid_attr)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	rdma_put_gid_attr(gid_attr);
+out_unlock:
+	up_read(&dev->rwsem);
+	return ret;
+}
+
+static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			 void *arg)
+{
+	struct rv_attach *cmd = arg;
+	struct rv_job_params params = {};
+	struct rv_device *dev;
+	int ret;
+
+	ret = rv_attach_check(cmd);
+	if (ret)
+		return ret;
+
+	mutex_lock(&rf->lock);
+	if (rf->job) {
+		ret = -EALREADY;
+		goto out_unlock;
+	}
+
+	dev = rv_device_get_by_index(cmd->dev_index);
+	if (!dev) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	ret = rv_attach_check_port(dev, cmd);
+	if (ret)
+		goto out_put_dev;
+
+	params.uid = current_uid();
+	params.port_num = cmd->port_num;
+	params.key_len = cmd->job_key_len;
+	memcpy(params.key, cmd->job_key, sizeof(params.key));
+	params.gid_index = cmd->gid_index;
+	params.num_conn = cmd->num_conn;
+	params.slot_bits = cmd->slot_bits;
+
+	ret = rv_job_attach(rf, dev, &params);
+	if (ret)
+		goto out_put_dev;
+
+	rf->ring_entries = cmd->ring_entries;
+	rf->mr_cache_bytes = cmd->mr_cache_bytes;
+	cmd->slot = rf->slot;
+
+	/* A caller that cannot learn its slot must not keep it. */
+	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+	if (ret)
+		rv_job_detach(rf);
+
+out_put_dev:
+	rv_device_put(dev);
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+static long rv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct rv_file *rf = filp->private_data;
+	union rv_ucmd_buffer buf;
+	const struct rv_ioctl_op *op;
+	struct rv_ucmd ucmd = {
+		.ubuffer = (void __user *)arg,
+	};
+	unsigned int nr = _IOC_NR(cmd);
+	int ret;
+
+	/* Sizes travel in the struct, so the number must be a bare _IO(). */
+	if (cmd != _IO(RV_IOCTL_TYPE, nr) || nr >= ARRAY_SIZE(rv_ioctl_ops))
+		return -ENOTTY;
+	op = &rv_ioctl_ops[nr];
+	if (!op->execute)
+		return -ENOTTY;
+
+	if (get_user(ucmd.user_size, (u32 __user *)ucmd.ubuffer))
+		return -EFAULT;
+	if (ucmd.user_size < op->min_size)
+		return -EINVAL;
+	if (ucmd.user_size > RV_UCMD_MAX_SIZE)
+		return -E2BIG;
+
+	ret = copy_struct_from_user(&buf, op->size, ucmd.ubuffer,
+				    ucmd.user_size);
+	if (ret)
+		return ret;
+
+	return op->execute(rf, &ucmd, &buf);
+}
+
+static int rv_open(struct inode *inode, struct file *filp)
+{
+	struct rv_file *rf;
+
+	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	if (!rf)
+		return -ENOMEM;
+	mutex_init(&rf->lock);
+	filp->private_data = rf;
+	return nonseekable_open(inode, filp);
+}
+
+static int rv_release(struct inode *inode, struct file *filp)
+{
+	struct rv_file *rf = filp->private_data;
+
+	mutex_lock(&rf->lock);
+	rv_job_detach(rf);
+	mutex_unlock(&rf->lock);
+	mutex_destroy(&rf->lock);
+	kfree(rf);
+	return 0;
+}
+
+const struct file_operations rv_fops = {
+	.owner = THIS_MODULE,
+	.open = rv_open,
+	.release = rv_release,
+	.unlocked_ioctl = rv_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = no_llseek,
+};

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Jobs: the processes of one uid that attach with the same key to the same
+ * device port.  A job owns what its processes share (its kernel PD now, its
+ * connections later) and hands each process a slot, the index that
+ * write-with-immediate traffic uses to reach it.
+ */
+#include "rv.h"
+#include "rv_trace.h"
+
+#include <linux/idr.h>
+#include <linux/slab.h>
+
+static DEFINE_IDA(rv_job_ida);
+
+static bool rv_job_same_identity(const struct rv_job_params *a,
+				 const struct rv_job_params *b)
+{
+	return uid_eq(a->uid, b->uid) && a->port_num == b->port_num &&
+	       a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
+}
+
+static bool rv_job_same_config(const struct rv_job_params *a,
+			       const struct rv_job_params *b)
+{
+	return a->gid_index == b->gid_index && a->num_conn == b->num_conn &&
+	       a->slot_bits == b->slot_bits;
+}
+
+/* Caller holds dev->rwsem and dev->jobs_lock. */
+static struct rv_job *rv_job_find(struct rv_device *dev,
+				  const struct rv_job_params *params)
+{
+	struct rv_job *job;
+
+	list_for_each_entry(job, &dev->jobs, list)
+		if (rv_job_same_identity(&job->params, params))
+			return job;
+	return NULL;
+}
+
+/* Caller holds dev->rwsem for read, dev not removed, and dev->jobs_lock. */
+static struct rv_job *rv_job_create(struct rv_device *dev,
+				    const struct rv_job_params *params)
+{
+	struct rv_job *job;
+	int ret;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return ERR_PTR(-ENOMEM);
+
+	ret = ida_alloc(&rv_job_ida, GFP_KERNEL);
+	if (ret < 0)
+		goto out_free_job;
+	job->id = ret;
+
+	job->pd = ib_alloc_pd(dev->ibdev, 0);
+	if (IS_ERR(job->pd)) {
+		ret = PTR_ERR(job->pd);
+		goto out_free_id;
+	}
+
+	kref_init(&job->kref);
+	kref_get(&dev->kref);
+	job->dev = dev;
+	job->params = *params;
+	xa_init_flags(&job->slots, XA_FLAGS_ALLOC);
+	list_add_tail(&job->list, &dev->jobs);
+	trace_rv_job_create(job);
+	return job;
+
+out_free_id:
+	ida_free(&rv_job_ida, job->id);
+out_free_job:
+	kfree(job);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Release the job's resources on the ib_device.  Called with dev->rwsem
+ * held for write by device removal, or for read by the last detach; safe
+ * to call twice.
+ */
+void rv_job_release_ib(struct rv_job *job)
+{
+	if (job->pd) {
+		ib_dealloc_pd(job->pd);
+		job->pd = NULL;
+	}
+}
+
+/* kref release: called with dev->rwsem held for read and dev->jobs_lock. */
+static void rv_job_free(struct kref *kref)
+{
+	struct rv_job *job = container_of(kref, struct rv_job, kref);
+
+	trace_rv_job_destroy(job);
+	list_del(&job->list);
+	rv_job_release_ib(job);
+	WARN_ON(!xa_empty(&job->slots));
+	xa_destroy(&job->slots);
+	ida_free(&rv_job_ida, job->id);
+	/* Never the last reference: every caller holds one of its own. */
+	rv_device_put(job->dev);
+	kfree(job);
+}
+
+/**
+ * rv_job_attach - join (or create) the job described by @params
+ * @rf: the file, locked and not attached
+ * @dev: the device; the caller keeps its own reference
+ * @params: validated parameters, defaults applied
+ *
+ * Return: 0 with @rf->job and @rf->slot set, -ENODEV if the device is being
+ * removed, -EBUSY if the job exists with another configuration, -ENOSPC if
+ * all its slots are taken, -ENOMEM.
+ */
+int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
+		  const struct rv_job_params *params)
+{
+	struct rv_job *job;
+	bool created = false;
+	u32 slot;
+	int ret;
+
+	down_read(&dev->rwsem);
+	if (dev->removed) {
+		ret = -ENODEV;
+		goto out_unlock_dev;
+	}
+
+	mutex_lock(&dev->jobs_lock);
+	job = rv_job_find(dev, params);
+	if (job) {
+		if (!rv_job_same_config(&job->params, params)) {
+			rv_job_dbg(job, "attach refused: num_conn %u slot_bits %u gid_index %u differ\n",
+				   params->num_conn, params->slot_bits,
+				   params->gid_index);
+			ret = -EBUSY;
+			goto out_unlock_jobs;
+		}
+		kref_get(&job->kref);
+	} else {
+		job = rv_job_create(dev, params);
+		if (IS_ERR(job)) {
+			ret = PTR_ERR(job);
+			goto out_unlock_jobs;
+		}
+		created = true;
+	}
+
+	ret = xa_alloc(&job->slots, &slot, rf,
+		       XA_LIMIT(0, (1U << params->slot_bits) - 1), GFP_KERNEL);
+	if (ret) {
+		/* xa_alloc() says -EBUSY when the range is full. */
+		if (ret == -EBUSY)
+			ret = -ENOSPC;
+		goto out_put_job;
+	}
+
+	rf->job = job;
+	rf->slot = slot;
+	mutex_unlock(&dev->jobs_lock);
+	up_read(&dev->rwsem);
+	trace_rv_attach(job, slot, created);
+	return 0;
+
+out_put_job:
+	kref_put(&job->kref, rv_job_free);
+out_unlock_jobs:
+	mutex_unlock(&dev->jobs_lock);
+out_unlock_dev:
+	up_read(&dev->rwsem);
+	return ret;
+}
+
+/**
+ * rv_job_detach - give up @rf's slot and job reference
+ * @rf: the file, locked; nothing happens if it is not attached
+ *
+ * The last file of a job frees the job.  Safe after device removal.
+ */
+void rv_job_detach(struct rv_file *rf)
+{
+	struct rv_job *job = rf->job;
+	struct rv_device *dev;
+
+	if (!job)
+		return;
+	dev = job->dev;
+	/* Keep the device alive across the job's final put. */
+	kref_get(&dev->kref);
+
+	trace_rv_detach(job, rf->slot);
+	xa_erase(&job->slots, rf->slot);
+	rf->job = NULL;
+
+	down_read(&dev->rwsem);
+	mutex_lock(&dev->jobs_lock);
+	kref_put(&job->kref, rv_job_free);
+	mutex_unlock(&dev->jobs_lock);
+	up_read(&dev->rwsem);
+
+	rv_device_put(dev);
+}
+
+void rv_job_exit(void)
+{
+	ida_destroy(&rv_job_ida);
+}

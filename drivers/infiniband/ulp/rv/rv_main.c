@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv module entry: parameters, the /dev/rv misc device and the ib_client.
+ */
+#include "rv.h"
+
+#include <linux/log2.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+
+/*
+ * Defaults for ATTACH fields passed as 0.  Read-only after load so that the
+ * range checks below stay true for the module's lifetime.
+ */
+unsigned int rv_default_num_conn = 4;
+module_param_named(num_conn, rv_default_num_conn, uint, 0444);
+MODULE_PARM_DESC(num_conn, "Default RC QPs per remote node for a job (1..16, default 4)");
+
+unsigned int rv_default_slot_bits = 6;
+module_param_named(slot_bits, rv_default_slot_bits, uint, 0444);
+MODULE_PARM_DESC(slot_bits, "Default immediate bits naming a process slot (1..16, default 6)");
+
+unsigned int rv_default_ring_entries = 4096;
+module_param_named(ring_entries, rv_default_ring_entries, uint, 0444);
+MODULE_PARM_DESC(ring_entries, "Default event ring entries per process (power of two, 64..1048576, default 4096)");
+
+unsigned long rv_default_mr_cache_bytes = 256UL << 20;
+module_param_named(mr_cache_bytes, rv_default_mr_cache_bytes, ulong, 0444);
+MODULE_PARM_DESC(mr_cache_bytes, "Default MR cache limit per process in bytes (non-zero, default 256 MiB)");
+
+static int rv_check_params(void)
+{
+	if (!rv_default_num_conn ||
+	    rv_default_num_conn > RV_MAX_CONN_PER_NODE) {
+		pr_err("num_conn=%u out of range 1..%u\n", rv_default_num_conn,
+		       RV_MAX_CONN_PER_NODE);
+		return -EINVAL;
+	}
+	if (rv_default_slot_bits < RV_MIN_SLOT_BITS ||
+	    rv_default_slot_bits > RV_MAX_SLOT_BITS) {
+		pr_err("slot_bits=%u out of range %u..%u\n",
+		       rv_default_slot_bits, RV_MIN_SLOT_BITS,
+		       RV_MAX_SLOT_BITS);
+		return -EINVAL;
+	}
+	if (!is_power_of_2(rv_default_ring_entries) ||
+	    rv_default_ring_entries < RV_MIN_RING_ENTRIES ||
+	    rv_default_ring_entries > RV_MAX_RING_ENTRIES) {
+		pr_err("ring_entries=%u is not a power of two in %u..%u\n",
+		       rv_default_ring_entries, RV_MIN_RING_ENTRIES,
+		       RV_MAX_RING_ENTRIES);
+		return -EINVAL;
+	}
+	if (!rv_default_mr_cache_bytes) {
+		pr_err("mr_cache_bytes must not be 0\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Any user may open /dev/rv: jobs are isolated by uid and key, and pinned
+ * memory is charged to the caller's RLIMIT_MEMLOCK.
+ */
+static struct miscdevice rv_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "rv",
+	.fops = &rv_fops,
+	.mode = 0666,
+};
+
+static int __init rv_init(void)
+{
+	int ret;
+
+	ret = rv_check_params();
+	if (ret)
+		return ret;
+
+	ret = rv_device_init();
+	if (ret)
+		return ret;
+
+	ret = misc_register(&rv_misc);
+	if (ret)
+		goto out_device_exit;
+	return 0;
+
+out_device_exit:
+	rv_device_exit();
+	return ret;
+}
+
+/* Runs only when no file is open: each open file pins the module. */
+static void __exit rv_exit(void)
+{
+	misc_deregister(&rv_misc);
+	rv_device_exit();
+	rv_job_exit();
+}
+
+module_init(rv_init);
+module_exit(rv_exit);
+
+MODULE_DESCRIPTION("Shared RC connections, MR cache and event ring for RDMA middleware");
+MODULE_LICENSE("Dual BSD/GPL");
