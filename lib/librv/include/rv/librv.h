@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * librv: user-space library for rv, the RDMA rendezvous module (/dev/rv).
+ *
+ * Conventions (the liburing ones):
+ *
+ * - Every call that can fail returns a negative errno value on failure and
+ *   0 or a non-negative result on success.  errno is not part of the API:
+ *   it may be clobbered, and must not be read to learn why a call failed.
+ * - A struct rv is one open file of /dev/rv.  It may be shared between
+ *   threads for calls that do not change it (rv_fd(), rv_query(), rv_slot()
+ *   once attached); rv_attach() and rv_close() need the caller to
+ *   serialise them against every other call on the same struct rv.
+ * - The argument structs are the kernel's (<rdma/rv_user_ioctls.h>); the
+ *   library fills in their @size and, for commands without input, @flags.
+ */
+#ifndef LIBRV_H
+#define LIBRV_H
+
+#include <stddef.h>
+#include <rdma/rv_user_ioctls.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One open file of /dev/rv; opaque. */
+struct rv;
+
+/**
+ * rv_open() - open /dev/rv
+ * @rvp: on success, the new handle
+ * @flags: must be 0
+ *
+ * The file is opened O_RDWR | O_CLOEXEC.  It is not attached to anything
+ * yet: see rv_attach().
+ *
+ * Return: 0, or
+ *  -EINVAL   @rvp is NULL or @flags is not 0
+ *  -ENOMEM   out of memory
+ *  -ENOENT   /dev/rv does not exist (the rv module is not loaded)
+ *  any other negative errno of open(2) on /dev/rv (-EACCES, -EMFILE, ...)
+ */
+int rv_open(struct rv **rvp, unsigned int flags);
+
+/**
+ * rv_close() - close the file and free the handle
+ * @rv: handle from rv_open(), or NULL (then nothing is done)
+ *
+ * Closing detaches the file from its job and frees its slot, once no
+ * other reference to the file (a dup(2) of rv_fd(), a child that inherited
+ * it) remains.
+ */
+void rv_close(struct rv *rv);
+
+/**
+ * rv_fd() - the file descriptor behind a handle
+ * @rv: handle from rv_open()
+ *
+ * For poll(2), mmap(2) and ioctls the library does not wrap.  The
+ * descriptor stays owned by @rv: do not close it.
+ *
+ * Return: the file descriptor (never negative).
+ */
+int rv_fd(const struct rv *rv);
+
+/**
+ * rv_query() - what the running rv supports
+ * @rv: handle from rv_open()
+ * @q: filled in on success
+ *
+ * Sets @q->size to sizeof(*@q) and @q->flags to 0; every other field is an
+ * output.  Needs no attach.
+ *
+ * Return: 0, or
+ *  -EINVAL   @q is NULL
+ *  -EFAULT   @q is not accessible
+ *  -ENOTTY   the file is not an rv device
+ *  other negative errno values as documented in <rdma/rv_user_ioctls.h>
+ */
+int rv_query(struct rv *rv, struct rv_query *q);
+
+/**
+ * rv_attach() - join (or create) a job on a device port
+ * @rv: handle from rv_open(), not attached yet
+ * @a: the request; see struct rv_attach
+ *
+ * Sets @a->size to sizeof(*@a); the caller fills in every other input
+ * field (@flags, @dev_index, @port_num, @gid_index, @job_key_len,
+ * @job_key, and @num_conn, @slot_bits, @ring_entries, @mr_cache_bytes or 0
+ * for the module defaults).  Zero the struct first so that fields added by
+ * later versions of the header read as "not used".  On success the kernel
+ * writes back @slot and the values in effect for @num_conn, @slot_bits,
+ * @ring_entries and @mr_cache_bytes, and the slot is remembered for
+ * rv_slot().  rv_device_index() turns a device name into @dev_index.
+ *
+ * Return: the slot index (>= 0), or
+ *  -EINVAL    @a is NULL, @flags has an unknown bit, @port_num or
+ *             @gid_index is not valid on the device, @job_key_len is 0 or
+ *             above RV_JOB_KEY_MAX, a key byte past @job_key_len is not 0,
+ *             @num_conn, @slot_bits or @ring_entries is out of range
+ *  -ENODEV    no RDMA device has @dev_index, or it is being removed
+ *  -EALREADY  this file is already attached
+ *  -EBUSY     the job exists with another @num_conn, @slot_bits or
+ *             @gid_index
+ *  -ENOSPC    every slot of the job is taken
+ *  -EFAULT    @a is not accessible
+ *  -ENOMEM    out of kernel memory
+ */
+int rv_attach(struct rv *rv, struct rv_attach *a);
+
+/**
+ * rv_slot() - this file's slot in its job
+ * @rv: handle from rv_open()
+ *
+ * Return: the slot rv_attach() got (>= 0), or -ENOTCONN if @rv has not
+ * been attached successfully.
+ */
+int rv_slot(const struct rv *rv);
+
+/**
+ * rv_device_index() - kernel index of an RDMA device, by name
+ * @ibdev_name: the device's name, as "rdma dev" or ibv_devices print it
+ *
+ * Asks the kernel over an RDMA netlink socket (RDMA_NLDEV_CMD_GET).  The
+ * index, unlike the name, survives renames; it is what
+ * struct rv_attach.dev_index wants.
+ *
+ * Return: the index (>= 0), or
+ *  -EINVAL      @ibdev_name is NULL or empty
+ *  -ENODEV      no RDMA device has that name
+ *  -EPROTO      the kernel's reply was malformed
+ *  -ETIMEDOUT   the kernel did not answer in time
+ *  -EOVERFLOW   the index does not fit in an int
+ *  other negative errno values of socket(2), sendto(2) and recv(2), e.g.
+ *  -EPROTONOSUPPORT when the kernel has no RDMA netlink (ib_core not
+ *  loaded)
+ */
+int rv_device_index(const char *ibdev_name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBRV_H */

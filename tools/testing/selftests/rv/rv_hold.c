@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_hold: helper for rv_module_test.sh.  Opens /dev/rv, with -a also
+ * attaches it to a fresh job on $RV_IBDEV port 1, prints "ready <slot>"
+ * and keeps the file until its stdin reaches EOF.  Exit status 0 when all
+ * of that worked, 1 (with a message on stderr) otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rv_test_util.h"
+
+int main(int argc, char **argv)
+{
+	bool do_attach = argc > 1 && !strcmp(argv[1], "-a");
+	struct rv *rv;
+	int ret, slot = -1;
+	char c;
+
+	ret = rv_open(&rv, 0);
+	if (ret) {
+		fprintf(stderr, "rv_hold: rv_open: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (do_attach) {
+		struct rv_attach a;
+
+		ret = rv_device_index(rv_test_ibdev());
+		if (ret < 0) {
+			fprintf(stderr, "rv_hold: device %s: %s\n",
+				rv_test_ibdev(), strerror(-ret));
+			goto out_close;
+		}
+		rv_attach_init(&a, ret, RV_JOB_KEY_MAX);
+		ret = rv_attach(rv, &a);
+		if (ret < 0) {
+			fprintf(stderr, "rv_hold: rv_attach: %s\n",
+				strerror(-ret));
+			goto out_close;
+		}
+		slot = ret;
+	}
+	printf("ready %d\n", slot);
+	fflush(stdout);
+
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, &c, 1);
+
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;
+		break;
+	}
+	ret = 0;
+out_close:
+	rv_close(rv);
+	return ret < 0 ? 1 : 0;
+}

@@ -1,0 +1,214 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# rv module lifetime tests (TAP 13).  Run as root on a test machine or VM
+# where rv may be unloaded and loaded at will:
+#
+#  - rmmod is refused while a file of /dev/rv is open (attached or not)
+#    and works once it is closed; insmod works again afterwards
+#  - an attached file owns a kernel PD ("comm [rv]" in rdma resource); none
+#    is left once every file is closed, nor after unload
+#  - 5 load/attach/unload cycles
+#
+# Environment: RV_KO (default drivers/infiniband/ulp/rv/rv.ko in the repo),
+# RV_IBDEV (default rxe0).  Leaves rv loaded if it was loaded at start.
+# Exit status: 0 all passed, 1 a failure, 4 skipped (kselftest).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../../.." && pwd)
+RV_KO=${RV_KO:-$repo/drivers/infiniband/ulp/rv/rv.ko}
+RV_IBDEV=${RV_IBDEV:-rxe0}
+export RV_IBDEV
+HOLD=$here/rv_hold
+KSFT_SKIP=4
+
+n=0
+failed=0
+hold_pid=
+hold_in=
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n $*"
+}
+
+not_ok() {
+	n=$((n + 1))
+	failed=1
+	echo "not ok $n $*"
+}
+
+# check NAME CMD...: one TAP line for whether CMD succeeds.
+check() {
+	local name=$1
+
+	shift
+	if "$@"; then
+		ok "$name"
+	else
+		not_ok "$name"
+	fi
+}
+
+skip_all() {
+	echo "TAP version 13"
+	echo "1..0 # SKIP $*"
+	exit $KSFT_SKIP
+}
+
+diag() {
+	sed 's/^/# /'
+}
+
+loaded() {
+	[ -d /sys/module/rv ]
+}
+
+# /dev/rv appears asynchronously (devtmpfs/udev); wait up to 5 s.
+wait_devnode() {
+	local i
+
+	for i in $(seq 50); do
+		[ -c /dev/rv ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+load() {
+	insmod "$RV_KO" 2>&1 | diag
+	[ "${PIPESTATUS[0]}" -eq 0 ] && loaded && wait_devnode
+}
+
+unload() {
+	rmmod rv 2>&1 | diag
+	[ "${PIPESTATUS[0]}" -eq 0 ] && ! loaded
+}
+
+# rmmod must fail, say the module is in use, and leave it loaded.
+unload_refused() {
+	local out
+
+	out=$(rmmod rv 2>&1) && { echo "# rmmod succeeded"; return 1; }
+	echo "$out" | diag
+	loaded || { echo "# module gone after failed rmmod"; return 1; }
+	[[ $out == *"in use"* || $out == *"busy"* || $out == *"Resource"* ]]
+}
+
+# hold_start [-a]: rv_hold in the background, file open (and attached with
+# -a) once this returns 0; released by hold_stop.
+hold_start() {
+	local line
+
+	coproc HOLD_PROC { exec "$HOLD" "$@" 2>&1; }
+	hold_pid=$HOLD_PROC_PID
+	exec {hold_in}>&"${HOLD_PROC[1]}"
+	if ! read -r -t 30 line <&"${HOLD_PROC[0]}" || [[ $line != ready* ]]; then
+		echo "# rv_hold: ${line:-no answer}"
+		hold_stop
+		return 1
+	fi
+	echo "# rv_hold: $line"
+}
+
+hold_stop() {
+	local rc=0
+
+	[ -n "$hold_in" ] && exec {hold_in}>&-
+	# coproc's own copy of the write end is closed with the coproc array.
+	[ -n "${HOLD_PROC[1]:-}" ] && exec {HOLD_PROC[1]}>&-
+	if [ -n "$hold_pid" ]; then
+		wait "$hold_pid" || rc=$?
+	fi
+	hold_pid=
+	hold_in=
+	return $rc
+}
+
+# Lines of "rdma resource show pd" for PDs that rv (a kernel user) owns.
+rv_pds() {
+	rdma resource show pd 2>/dev/null | grep -F 'comm [rv]'
+}
+
+no_rv_pd() {
+	local pds
+
+	pds=$(rv_pds)
+	[ -z "$pds" ] && return 0
+	echo "$pds" | diag
+	return 1
+}
+
+have_rv_pd() {
+	[ -n "$(rv_pds)" ]
+}
+
+cleanup() {
+	[ -n "$hold_pid" ] && hold_stop
+	if [ "$was_loaded" = 1 ] && ! loaded; then
+		insmod "$RV_KO" >/dev/null 2>&1
+	fi
+}
+
+[ "$(id -u)" = 0 ] || skip_all "needs root"
+[ -f "$RV_KO" ] || skip_all "no module at $RV_KO"
+[ -x "$HOLD" ] || skip_all "$HOLD not built"
+command -v rdma >/dev/null || skip_all "no rdma tool (iproute2)"
+rdma dev show "$RV_IBDEV" >/dev/null 2>&1 || skip_all "no RDMA device $RV_IBDEV"
+
+was_loaded=0
+loaded && was_loaded=1
+trap cleanup EXIT
+
+echo "TAP version 13"
+if ! loaded; then
+	check "insmod" load
+fi
+
+# An open, unattached file pins the module.
+exec {rvfd}<>/dev/rv
+check "rmmod refused while /dev/rv is open" unload_refused
+exec {rvfd}>&-
+
+# An attached file pins it too, and owns the job's kernel PD.
+if hold_start -a; then
+	ok "attach $RV_IBDEV"
+	check "attached job has a kernel PD (comm [rv])" have_rv_pd
+	check "rmmod refused while a file is attached" unload_refused
+	check "rv_hold exits cleanly" hold_stop
+else
+	not_ok "attach $RV_IBDEV"
+fi
+check "no rv PD once every file is closed" no_rv_pd
+
+check "rmmod after close" unload
+check "/dev/rv gone after rmmod" test ! -e /dev/rv
+check "no rv PD after rmmod" no_rv_pd
+check "insmod again" load
+
+for i in 1 2 3 4 5; do
+	ok_cycle=1
+	if hold_start -a; then
+		hold_stop || ok_cycle=0
+	else
+		ok_cycle=0
+	fi
+	unload || ok_cycle=0
+	load || ok_cycle=0
+	if [ $ok_cycle = 1 ]; then
+		ok "reload cycle $i (attach, close, rmmod, insmod)"
+	else
+		not_ok "reload cycle $i (attach, close, rmmod, insmod)"
+	fi
+done
+check "no rv PD after reload cycles" no_rv_pd
+
+if [ "$was_loaded" = 0 ]; then
+	check "final rmmod" unload
+fi
+
+echo "1..$n"
+[ $failed = 0 ] && exit 0
+exit 1

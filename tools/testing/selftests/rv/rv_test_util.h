@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Helpers shared by the rv selftests.  Header-only so that every test
+ * binary stays a single translation unit plus librv.
+ */
+#ifndef RV_TEST_UTIL_H
+#define RV_TEST_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+
+#include <rdma/rv_user_ioctls.h>
+#include <rv/librv.h>
+
+#define RV_DEV_PATH		"/dev/rv"
+#define RV_DEFAULT_IBDEV	"rxe0"
+#define RV_TEST_PORT		1
+
+#ifndef offsetofend
+#define offsetofend(type, member) \
+	(offsetof(type, member) + sizeof(((type *)0)->member))
+#endif
+
+/*
+ * Smallest @size each command accepts: per <rdma/rv_user_ioctls.h>, the
+ * size of the struct as first released, which for every struct of this
+ * header is its current size.  When a field is appended, these stay at the
+ * old size (offsetofend() of the last field of the first release).
+ */
+#define RV_QUERY_MIN_SIZE \
+	offsetofend(struct rv_query, default_mr_cache_bytes)
+#define RV_ATTACH_MIN_SIZE \
+	offsetofend(struct rv_attach, mr_cache_bytes)
+/* Sizes above this are refused with E2BIG whatever the bytes are. */
+#define RV_MAX_ARG_SIZE		4096
+
+/* The RDMA device the tests use: $RV_IBDEV, by default rxe0. */
+static inline const char *rv_test_ibdev(void)
+{
+	const char *name = getenv("RV_IBDEV");
+
+	return name && *name ? name : RV_DEFAULT_IBDEV;
+}
+
+/* ioctl() as 0/positive or -errno, so EXPECT_EQ(-EINVAL, ...) reads well. */
+static inline int rv_ioc(int fd, unsigned long cmd, void *arg)
+{
+	int ret = ioctl(fd, cmd, arg);
+
+	return ret < 0 ? -errno : ret;
+}
+
+/*
+ * A job key nobody else uses: random bytes, so that tests (and runs of
+ * the suite on nodes sharing nothing but the kernel) never join each
+ * other's jobs.
+ */
+static inline void rv_random_key(uint8_t *key, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = getrandom(key + done, len - done, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			abort();	/* getrandom() cannot fail otherwise */
+		}
+		done += (size_t)n;
+	}
+}
+
+/*
+ * A valid ATTACH request for a fresh random job with module defaults;
+ * tests then break the one field they are about.
+ */
+static inline void rv_attach_init(struct rv_attach *a, uint32_t dev_index,
+				  uint32_t key_len)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->dev_index = dev_index;
+	a->port_num = RV_TEST_PORT;
+	a->gid_index = 0;
+	a->job_key_len = key_len;
+	rv_random_key(a->job_key, key_len);
+}
+
+#endif /* RV_TEST_UTIL_H */

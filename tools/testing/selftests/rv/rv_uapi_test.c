@@ -1,0 +1,1020 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv uAPI tests: the /dev/rv ioctls driven directly, as a program built
+ * against <rdma/rv_user_ioctls.h> would, without librv in the way (librv
+ * is only used to turn $RV_IBDEV into a device index).
+ *
+ * Needs /dev/rv (the rv module) and, for ATTACH, an RDMA device named by
+ * $RV_IBDEV (default rxe0) with port 1 and GID index 0 valid.  Without
+ * them the tests SKIP; they never pass vacuously.
+ *
+ * Built for the native ABI and, as rv_uapi_test_32, for i386 so that the
+ * same tests cover the compat ioctl path.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "rv_test_util.h"
+
+/* Room for any size a sweep uses, and a sentinel for "not written". */
+#define SWEEP_BUF_SIZE	256
+#define SENTINEL	0xa5
+
+#define NPROCS		8
+#define NOBODY_UID	65534
+
+static int rv_open_raw(void)
+{
+	return open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
+}
+
+FIXTURE(uapi)
+{
+	int fd;			/* open /dev/rv, -1 when missing */
+	int dev_index;		/* index of $RV_IBDEV, or -errno */
+	struct rv_query q;	/* full QUERY answer */
+};
+
+FIXTURE_SETUP(uapi)
+{
+	self->fd = rv_open_raw();
+	if (self->fd < 0 && errno == ENOENT)
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	ASSERT_LE(0, self->fd) TH_LOG("open " RV_DEV_PATH ": %s",
+				       strerror(errno));
+
+	memset(&self->q, 0, sizeof(self->q));
+	self->q.size = sizeof(self->q);
+	ASSERT_EQ(0, rv_ioc(self->fd, RV_IOCTL_QUERY, &self->q));
+
+	self->dev_index = rv_device_index(rv_test_ibdev());
+}
+
+FIXTURE_TEARDOWN(uapi)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/*
+ * SKIP() in FIXTURE_SETUP does not stop the test body in this harness, so
+ * every test states what it needs first.
+ */
+#define NEED_RV() do {						\
+	if (_metadata->skip)					\
+		return;						\
+} while (0)
+
+#define NEED_DEV() do {						\
+	NEED_RV();						\
+	if (self->dev_index < 0)				\
+		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(), \
+		     strerror(-self->dev_index));		\
+} while (0)
+
+/* ATTACH on a new file; returns the fd (attached or not) and the result. */
+static int attach_new(struct rv_attach *a, int *ret)
+{
+	int fd = rv_open_raw();
+
+	if (fd < 0) {
+		*ret = -errno;
+		return -1;
+	}
+	*ret = rv_ioc(fd, RV_IOCTL_ATTACH, a);
+	return fd;
+}
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+TEST_F(uapi, open_close)
+{
+	int fds[64];
+	struct stat st;
+	size_t i;
+
+	NEED_RV();
+	/* misc device, usable by everybody: isolation is by uid in ATTACH */
+	ASSERT_EQ(0, stat(RV_DEV_PATH, &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	EXPECT_EQ(0666, st.st_mode & 07777);
+
+	for (i = 0; i < ARRAY_SIZE(fds); i++) {
+		fds[i] = rv_open_raw();
+		ASSERT_LE(0, fds[i]);
+	}
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
+		EXPECT_EQ(0, close(fds[i]));
+
+	/* O_RDONLY must open too: the file has no write(2) semantics */
+	fds[0] = open(RV_DEV_PATH, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fds[0]);
+	close(fds[0]);
+}
+
+TEST_F(uapi, query)
+{
+	const struct rv_query *q = &self->q;
+	struct rv_query q2 = { .size = sizeof(q2) };
+	int fd;
+
+	NEED_RV();
+	/* Known answer for this tree: update when a command is added. */
+	EXPECT_EQ((1ULL << RV_CMD_QUERY) | (1ULL << RV_CMD_ATTACH),
+		  q->cmd_mask);
+	EXPECT_EQ(0, q->attach_flags);
+	EXPECT_EQ(RV_MAX_CONN_PER_NODE, q->max_conn_per_node);
+	EXPECT_EQ(RV_MAX_SLOT_BITS, q->max_slot_bits);
+	EXPECT_EQ(RV_MIN_SLOT_BITS, q->min_slot_bits);
+	EXPECT_EQ(RV_MAX_RING_ENTRIES, q->max_ring_entries);
+	EXPECT_EQ(RV_MIN_RING_ENTRIES, q->min_ring_entries);
+	EXPECT_EQ(RV_JOB_KEY_MAX, q->max_job_key_len);
+
+	/* Defaults must be values ATTACH itself would accept. */
+	EXPECT_LE(1, q->default_num_conn);
+	EXPECT_GE(q->max_conn_per_node, q->default_num_conn);
+	EXPECT_LE(q->min_slot_bits, q->default_slot_bits);
+	EXPECT_GE(q->max_slot_bits, q->default_slot_bits);
+	EXPECT_TRUE(is_pow2(q->default_ring_entries));
+	EXPECT_LE(q->min_ring_entries, q->default_ring_entries);
+	EXPECT_GE(q->max_ring_entries, q->default_ring_entries);
+	EXPECT_LT(0, q->default_mr_cache_bytes);
+
+	/* The answer does not depend on the file or on being repeated. */
+	fd = rv_open_raw();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, rv_ioc(fd, RV_IOCTL_QUERY, &q2));
+	EXPECT_EQ(0, memcmp(q, &q2, sizeof(q2)));
+	close(fd);
+}
+
+/* Every command number is either in cmd_mask or answers ENOTTY. */
+TEST_F(uapi, cmd_mask_matches_dispatch)
+{
+	/* size 0 is below every command's minimum: EINVAL, nothing done */
+	uint8_t buf[RV_MAX_ARG_SIZE] = { 0 };
+	unsigned int nr;
+
+	NEED_RV();
+	for (nr = 0; nr < 64; nr++) {
+		int ret = rv_ioc(self->fd, _IO(RV_IOCTL_TYPE, nr), buf);
+
+		if (self->q.cmd_mask & (1ULL << nr)) {
+			EXPECT_EQ(-EINVAL, ret) TH_LOG("nr 0x%x", nr);
+		} else {
+			EXPECT_EQ(-ENOTTY, ret) TH_LOG("nr 0x%x", nr);
+		}
+	}
+}
+
+TEST_F(uapi, unknown_commands)
+{
+	/* A well-formed argument, so only the number can be wrong. */
+	union {
+		struct rv_query q;
+		uint8_t raw[RV_MAX_ARG_SIZE];
+	} arg;
+	const unsigned long other[] = {
+		/* right type and nr, but with direction/size bits */
+		_IOWR(RV_IOCTL_TYPE, RV_CMD_QUERY, struct rv_query),
+		_IOR(RV_IOCTL_TYPE, RV_CMD_QUERY, struct rv_query),
+		_IOW(RV_IOCTL_TYPE, RV_CMD_ATTACH, struct rv_attach),
+		_IO(RV_IOCTL_TYPE, 0x7f),
+		_IO(RV_IOCTL_TYPE, 0xff),
+		/* another type with rv's command numbers */
+		_IO(RV_IOCTL_TYPE - 1, RV_CMD_QUERY),
+		_IO(RV_IOCTL_TYPE + 1, RV_CMD_ATTACH),
+		_IO(0x1b, RV_CMD_QUERY),	/* RDMA_VERBS_IOCTL's type */
+		_IOWR(0x1b, 1, struct rv_query),
+	};
+	unsigned int nr;
+	size_t i;
+
+	NEED_RV();
+	memset(&arg, 0, sizeof(arg));
+	arg.q.size = sizeof(arg.q);
+
+	for (nr = 0x02; nr <= 0x1f; nr++) {
+		if (self->q.cmd_mask & (1ULL << nr))
+			continue;
+		EXPECT_EQ(-ENOTTY,
+			  rv_ioc(self->fd, _IO(RV_IOCTL_TYPE, nr), &arg))
+			TH_LOG("nr 0x%x", nr);
+	}
+	for (i = 0; i < ARRAY_SIZE(other); i++) {
+		EXPECT_EQ(-ENOTTY, rv_ioc(self->fd, other[i], &arg))
+			TH_LOG("cmd 0x%lx", other[i]);
+	}
+
+	/* and the file still works */
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_QUERY, &arg));
+}
+
+/*
+ * QUERY at every size from 0 to past the struct: below the minimum is
+ * EINVAL; otherwise exactly the bytes up to the caller's size are written
+ * and they match the full answer; past the kernel's struct, zero bytes are
+ * accepted and a non-zero byte is E2BIG.
+ */
+TEST_F(uapi, query_size_sweep)
+{
+	const size_t ksize = sizeof(struct rv_query);
+	uint8_t buf[SWEEP_BUF_SIZE] __attribute__((aligned(8)));
+	uint32_t size;
+
+	NEED_RV();
+	for (size = 0; size <= ksize + 16; size++) {
+		struct rv_query *q = (struct rv_query *)buf;
+		size_t i;
+		int ret;
+
+		/* Bytes the kernel may read are zero, the rest sentinel. */
+		memset(buf, SENTINEL, sizeof(buf));
+		memset(buf, 0, size);
+		q->size = size;
+		ret = rv_ioc(self->fd, RV_IOCTL_QUERY, buf);
+
+		if (size < RV_QUERY_MIN_SIZE) {
+			EXPECT_EQ(-EINVAL, ret) TH_LOG("size %u", size);
+			continue;
+		}
+		ASSERT_EQ(0, ret) TH_LOG("size %u", size);
+		for (i = offsetofend(struct rv_query, flags); i < sizeof(buf);
+		     i++) {
+			uint8_t want = SENTINEL;
+
+			if (i < size)
+				want = i < ksize ?
+					((const uint8_t *)&self->q)[i] : 0;
+			if (buf[i] != want) {
+				EXPECT_EQ(want, buf[i])
+					TH_LOG("size %u byte %zu", size, i);
+				break;
+			}
+		}
+
+		if (size > ksize) {
+			/* A newer caller's field this kernel cannot honour. */
+			memset(buf, 0, size);
+			q->size = size;
+			buf[size - 1] = 1;
+			EXPECT_EQ(-E2BIG, rv_ioc(self->fd, RV_IOCTL_QUERY, buf))
+				TH_LOG("size %u", size);
+		}
+	}
+}
+
+/* The upper bound on @size: up to 4096 with a zero tail, E2BIG above. */
+TEST_F(uapi, query_size_limit)
+{
+	const size_t len = 2 * RV_MAX_ARG_SIZE;
+	struct rv_query *q;
+	uint8_t *buf;
+
+	NEED_RV();
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(buf != MAP_FAILED);
+	q = (struct rv_query *)buf;
+
+	q->size = RV_MAX_ARG_SIZE;
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_QUERY, q));
+	EXPECT_EQ(self->q.cmd_mask, q->cmd_mask);
+
+	memset(buf, 0, len);
+	q->size = RV_MAX_ARG_SIZE + 1;
+	EXPECT_EQ(-E2BIG, rv_ioc(self->fd, RV_IOCTL_QUERY, q));
+	q->size = UINT32_MAX;
+	EXPECT_EQ(-E2BIG, rv_ioc(self->fd, RV_IOCTL_QUERY, q));
+	munmap(buf, len);
+}
+
+TEST_F(uapi, query_flags)
+{
+	unsigned int bit;
+
+	NEED_RV();
+	for (bit = 0; bit < 32; bit++) {
+		struct rv_query q = { .size = sizeof(q), .flags = 1U << bit };
+
+		EXPECT_EQ(-EINVAL, rv_ioc(self->fd, RV_IOCTL_QUERY, &q))
+			TH_LOG("flag bit %u", bit);
+		/* rejected before anything is written */
+		EXPECT_EQ(0, q.cmd_mask);
+	}
+}
+
+/*
+ * Inaccessible arguments: NULL, a kernel address, an unmapped page, a
+ * struct running off the end of its mapping, and (for QUERY's output) a
+ * read-only page.
+ */
+static void check_efault(struct __test_metadata *_metadata, int fd,
+			 unsigned long cmd, size_t size, bool check_ro)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *map;
+	uint32_t *tail;
+
+	EXPECT_EQ(-EFAULT, rv_ioc(fd, cmd, NULL));
+	EXPECT_EQ(-EFAULT, rv_ioc(fd, cmd, (void *)(uintptr_t)-4096L));
+
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(map != MAP_FAILED);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+
+	EXPECT_EQ(-EFAULT, rv_ioc(fd, cmd, map + page));
+
+	/* size and flags readable, the rest of the struct is not */
+	tail = (uint32_t *)(map + page - 2 * sizeof(uint32_t));
+	tail[0] = size;
+	tail[1] = 0;
+	EXPECT_EQ(-EFAULT, rv_ioc(fd, cmd, tail));
+
+	if (check_ro) {
+		memset(map, 0, page);
+		*(uint32_t *)map = size;
+		ASSERT_EQ(0, mprotect(map, page, PROT_READ));
+		EXPECT_EQ(-EFAULT, rv_ioc(fd, cmd, map));
+	}
+	munmap(map, 2 * page);
+}
+
+TEST_F(uapi, query_efault)
+{
+	NEED_RV();
+	check_efault(_metadata, self->fd, RV_IOCTL_QUERY,
+		     sizeof(struct rv_query), true);
+	/* the file is unharmed */
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_QUERY, &self->q));
+}
+
+TEST_F(uapi, attach_efault)
+{
+	struct rv_attach a;
+
+	NEED_DEV();
+	check_efault(_metadata, self->fd, RV_IOCTL_ATTACH,
+		     sizeof(struct rv_attach), false);
+	/* none of that attached the file */
+	rv_attach_init(&a, self->dev_index, 8);
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+}
+
+/*
+ * ATTACH at every size, each on a new file (a successful ATTACH binds the
+ * file for good).  All sizes use one key: closing each file must free the
+ * slot, so every success gets slot 0.
+ */
+TEST_F(uapi, attach_size_sweep)
+{
+	const size_t ksize = sizeof(struct rv_attach);
+	uint8_t buf[SWEEP_BUF_SIZE] __attribute__((aligned(8)));
+	struct rv_attach tmpl;
+	uint32_t size;
+
+	NEED_DEV();
+	rv_attach_init(&tmpl, self->dev_index, RV_JOB_KEY_MAX);
+
+	for (size = 0; size <= ksize + 16; size++) {
+		struct rv_attach *a = (struct rv_attach *)buf;
+		size_t i;
+		int fd, ret;
+
+		memset(buf, SENTINEL, sizeof(buf));
+		memset(buf, 0, size);
+		memcpy(buf, &tmpl, size < ksize ? size : ksize);
+		/* too short to hold a->size itself: a bare u32 at offset 0 */
+		a->size = size;
+		fd = attach_new(a, &ret);
+		ASSERT_LE(0, fd);
+
+		if (size < RV_ATTACH_MIN_SIZE) {
+			EXPECT_EQ(-EINVAL, ret) TH_LOG("size %u", size);
+			/* and the file is still unattached */
+			memcpy(buf, &tmpl, ksize);
+			EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_ATTACH, a))
+				TH_LOG("size %u", size);
+			close(fd);
+			continue;
+		}
+		EXPECT_EQ(0, ret) TH_LOG("size %u", size);
+		EXPECT_EQ(0, a->slot) TH_LOG("size %u", size);
+		EXPECT_EQ(self->q.default_num_conn, a->num_conn);
+		EXPECT_EQ(self->q.default_slot_bits, a->slot_bits);
+		EXPECT_EQ(self->q.default_ring_entries, a->ring_entries);
+		if (size >= ksize) {
+			EXPECT_EQ(self->q.default_mr_cache_bytes,
+				  a->mr_cache_bytes);
+		}
+		/* nothing written past the caller's size, or past ksize */
+		for (i = size; i < sizeof(buf); i++) {
+			if (buf[i] != SENTINEL) {
+				EXPECT_EQ(SENTINEL, buf[i])
+					TH_LOG("size %u byte %zu", size, i);
+				break;
+			}
+		}
+		for (i = ksize; i < size; i++) {
+			if (buf[i]) {
+				EXPECT_EQ(0, buf[i])
+					TH_LOG("size %u byte %zu", size, i);
+				break;
+			}
+		}
+		close(fd);
+
+		if (size > ksize) {
+			memset(buf, 0, size);
+			memcpy(buf, &tmpl, ksize);
+			a->size = size;
+			buf[size - 1] = 1;
+			fd = attach_new(a, &ret);
+			ASSERT_LE(0, fd);
+			EXPECT_EQ(-E2BIG, ret) TH_LOG("size %u", size);
+			close(fd);
+		}
+	}
+}
+
+TEST_F(uapi, attach_flags)
+{
+	struct rv_attach a;
+	unsigned int bit;
+
+	NEED_DEV();
+	for (bit = 0; bit < 32; bit++) {
+		rv_attach_init(&a, self->dev_index, 8);
+		a.flags = 1U << bit;
+		EXPECT_EQ(-EINVAL, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a))
+			TH_LOG("flag bit %u", bit);
+	}
+}
+
+/* One ATTACH with one field broken; the file must stay unattached. */
+#define EXPECT_ATTACH_ERR(err, field, value) do {			\
+	struct rv_attach _a;						\
+									\
+	rv_attach_init(&_a, self->dev_index, 8);			\
+	_a.field = (value);						\
+	EXPECT_EQ(err, rv_ioc(self->fd, RV_IOCTL_ATTACH, &_a))		\
+		TH_LOG(#field " = %s", #value);				\
+} while (0)
+
+/* A valid ATTACH on a new file with one field set; returns the fd. */
+static int attach_ok(struct __test_metadata *_metadata, struct rv_attach *a)
+{
+	int fd, ret;
+
+	fd = attach_new(a, &ret);
+	EXPECT_EQ(0, ret);
+	return fd;
+}
+
+TEST_F(uapi, attach_bad_device)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-ENODEV, dev_index, 0xfffffff0U);
+	EXPECT_ATTACH_ERR(-ENODEV, dev_index, UINT32_MAX);
+	EXPECT_ATTACH_ERR(-ENODEV, dev_index, (uint32_t)self->dev_index + 1000);
+}
+
+TEST_F(uapi, attach_bad_port)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-EINVAL, port_num, 0);
+	EXPECT_ATTACH_ERR(-EINVAL, port_num, 99);
+	EXPECT_ATTACH_ERR(-EINVAL, port_num, 256);
+	EXPECT_ATTACH_ERR(-EINVAL, port_num, UINT32_MAX);
+}
+
+TEST_F(uapi, attach_bad_gid_index)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-EINVAL, gid_index, 1U << 20);
+	EXPECT_ATTACH_ERR(-EINVAL, gid_index, 0x7fffffffU);
+	EXPECT_ATTACH_ERR(-EINVAL, gid_index, UINT32_MAX);
+}
+
+TEST_F(uapi, attach_bad_key_len)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-EINVAL, job_key_len, 0);
+	EXPECT_ATTACH_ERR(-EINVAL, job_key_len, RV_JOB_KEY_MAX + 1);
+	EXPECT_ATTACH_ERR(-EINVAL, job_key_len, UINT32_MAX);
+}
+
+TEST_F(uapi, attach_key_garbage)
+{
+	struct rv_attach a;
+	unsigned int len, pos;
+
+	NEED_DEV();
+	for (len = 1; len < RV_JOB_KEY_MAX; len++) {
+		for (pos = len; pos < RV_JOB_KEY_MAX; pos++) {
+			rv_attach_init(&a, self->dev_index, len);
+			a.job_key[pos] = 0x80;
+			EXPECT_EQ(-EINVAL, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a))
+				TH_LOG("key_len %u, byte %u set", len, pos);
+		}
+	}
+}
+
+TEST_F(uapi, attach_bad_num_conn)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-EINVAL, num_conn, RV_MAX_CONN_PER_NODE + 1);
+	EXPECT_ATTACH_ERR(-EINVAL, num_conn, UINT32_MAX);
+}
+
+TEST_F(uapi, attach_bad_slot_bits)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-EINVAL, slot_bits, RV_MAX_SLOT_BITS + 1);
+	EXPECT_ATTACH_ERR(-EINVAL, slot_bits, 32);
+	EXPECT_ATTACH_ERR(-EINVAL, slot_bits, UINT32_MAX);
+}
+
+TEST_F(uapi, attach_bad_ring_entries)
+{
+	NEED_DEV();
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, 100);
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, RV_MIN_RING_ENTRIES + 1);
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, RV_MIN_RING_ENTRIES / 2);
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, 1);
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, RV_MAX_RING_ENTRIES * 2);
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, RV_MAX_RING_ENTRIES - 1);
+	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, 0x80000000U);
+}
+
+/* Every boundary value that is in range is accepted and echoed back. */
+TEST_F(uapi, attach_limits_accepted)
+{
+	static const struct {
+		uint32_t num_conn, slot_bits, ring_entries, key_len;
+	} ok[] = {
+		{ 1, RV_MIN_SLOT_BITS, RV_MIN_RING_ENTRIES, 1 },
+		{ RV_MAX_CONN_PER_NODE, RV_MAX_SLOT_BITS, RV_MAX_RING_ENTRIES,
+		  RV_JOB_KEY_MAX },
+		{ 2, 8, 4096, 8 },
+	};
+	size_t i;
+
+	NEED_DEV();
+	for (i = 0; i < ARRAY_SIZE(ok); i++) {
+		struct rv_attach a;
+		int fd;
+
+		rv_attach_init(&a, self->dev_index, ok[i].key_len);
+		a.num_conn = ok[i].num_conn;
+		a.slot_bits = ok[i].slot_bits;
+		a.ring_entries = ok[i].ring_entries;
+		a.mr_cache_bytes = 1 << 20;
+		fd = attach_ok(_metadata, &a);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(ok[i].num_conn, a.num_conn) TH_LOG("case %zu", i);
+		EXPECT_EQ(ok[i].slot_bits, a.slot_bits) TH_LOG("case %zu", i);
+		EXPECT_EQ(ok[i].ring_entries, a.ring_entries);
+		EXPECT_EQ(1 << 20, a.mr_cache_bytes);
+		EXPECT_EQ(0, a.slot);
+		close(fd);
+	}
+}
+
+TEST_F(uapi, attach_defaults)
+{
+	struct rv_attach a;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.slot = 0xdead;	/* output only: must be overwritten */
+	ASSERT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	EXPECT_EQ(0, a.slot);
+	EXPECT_EQ(self->q.default_num_conn, a.num_conn);
+	EXPECT_EQ(self->q.default_slot_bits, a.slot_bits);
+	EXPECT_EQ(self->q.default_ring_entries, a.ring_entries);
+	EXPECT_EQ(self->q.default_mr_cache_bytes, a.mr_cache_bytes);
+	/* inputs are not rewritten */
+	EXPECT_EQ(sizeof(a), a.size);
+	EXPECT_EQ(0, a.flags);
+	EXPECT_EQ((uint32_t)self->dev_index, a.dev_index);
+	EXPECT_EQ(RV_TEST_PORT, a.port_num);
+	EXPECT_EQ(8, a.job_key_len);
+}
+
+TEST_F(uapi, attach_twice)
+{
+	struct rv_attach a, b;
+	int fd, ret;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	ASSERT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	/* the same job again, and another job: both refused */
+	EXPECT_EQ(-EALREADY, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	rv_attach_init(&b, self->dev_index, 8);
+	EXPECT_EQ(-EALREADY, rv_ioc(self->fd, RV_IOCTL_ATTACH, &b));
+	/* the refused ATTACH took no slot: a new file gets slot 1 */
+	fd = attach_new(&a, &ret);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(1, a.slot);
+	close(fd);
+}
+
+/* A failed ATTACH leaves no trace: the file can attach afterwards. */
+TEST_F(uapi, attach_after_failure)
+{
+	struct rv_attach a;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.ring_entries = 100;
+	ASSERT_EQ(-EINVAL, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	a.ring_entries = 0;
+	a.dev_index = 0xfffffff0U;
+	ASSERT_EQ(-ENODEV, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	a.dev_index = self->dev_index;
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	EXPECT_EQ(0, a.slot);
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Child of the fork tests: attach @a on a new file, report the result (slot
+ * or -errno) on @report_fd, then hold the attachment until @barrier_fd
+ * reaches EOF.
+ */
+static void __attribute__((noreturn))
+child_attach_and_hold(struct rv_attach *a, int report_fd, int barrier_fd)
+{
+	int32_t res;
+	char c;
+	int fd, ret;
+
+	fd = attach_new(a, &ret);
+	res = ret ? ret : (int32_t)a->slot;
+	if (write(report_fd, &res, sizeof(res)) != sizeof(res))
+		_exit(2);
+	while (read(barrier_fd, &c, 1) < 0 && errno == EINTR)
+		;
+	if (fd >= 0)
+		close(fd);
+	_exit(0);
+}
+
+/* NPROCS processes attach one job at the same time: distinct slots. */
+TEST_F(uapi, fork_distinct_slots)
+{
+	int report[2], barrier[2], status, i;
+	pid_t pids[NPROCS];
+	unsigned int seen = 0;
+	struct rv_attach a;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.slot_bits = 4;
+	ASSERT_EQ(0, pipe2(report, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(barrier, O_CLOEXEC));
+
+	for (i = 0; i < NPROCS; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (pids[i] == 0) {
+			close(report[0]);
+			close(barrier[1]);	/* else EOF never comes */
+			child_attach_and_hold(&a, report[1], barrier[0]);
+		}
+	}
+	close(report[1]);
+	close(barrier[0]);
+
+	/* All NPROCS are attached at once when the last report arrives. */
+	for (i = 0; i < NPROCS; i++) {
+		int32_t res;
+
+		ASSERT_EQ(0, read_full(report[0], &res, sizeof(res)));
+		EXPECT_LE(0, res) TH_LOG("child attach: %s", strerror(-res));
+		if (res < 0 || res >= 32)
+			continue;
+		EXPECT_FALSE(seen & (1U << res)) TH_LOG("slot %d twice", res);
+		seen |= 1U << res;
+	}
+	/* lowest free first: exactly slots 0..NPROCS-1 */
+	EXPECT_EQ((1U << NPROCS) - 1, seen);
+
+	close(barrier[1]);
+	for (i = 0; i < NPROCS; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	}
+	close(report[0]);
+
+	/* all detached: slot 0 is free again */
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
+	EXPECT_EQ(0, a.slot);
+}
+
+/* slot_bits 1: two slots; a third ATTACH is ENOSPC until one closes. */
+TEST_F(uapi, slot_exhaustion)
+{
+	struct rv_attach a;
+	int fd0, fd1, fd2, ret;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.slot_bits = 1;
+
+	fd0 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd0);
+	EXPECT_EQ(0, a.slot);
+	fd1 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd1);
+	EXPECT_EQ(1, a.slot);
+
+	fd2 = attach_new(&a, &ret);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-ENOSPC, ret);
+	/* still ENOSPC on the same file: the failure consumed nothing */
+	EXPECT_EQ(-ENOSPC, rv_ioc(fd2, RV_IOCTL_ATTACH, &a));
+
+	/* free slot 0: the next ATTACH (same file that failed) reuses it */
+	close(fd0);
+	EXPECT_EQ(0, rv_ioc(fd2, RV_IOCTL_ATTACH, &a));
+	EXPECT_EQ(0, a.slot);
+
+	/* free slot 1 and take it again */
+	close(fd1);
+	fd1 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd1);
+	EXPECT_EQ(1, a.slot);
+
+	close(fd1);
+	close(fd2);
+}
+
+/* The slot belongs to the open file, not the descriptor: dup keeps it. */
+TEST_F(uapi, slot_held_by_file_not_fd)
+{
+	struct rv_attach a;
+	int fd0, dupfd, fd1, ret;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.slot_bits = 1;
+	fd0 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd0);
+	fd1 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd1);
+	dupfd = fcntl(fd0, F_DUPFD_CLOEXEC, 0);
+	ASSERT_LE(0, dupfd);
+	close(fd0);
+
+	fd0 = attach_new(&a, &ret);
+	ASSERT_LE(0, fd0);
+	EXPECT_EQ(-ENOSPC, ret);
+
+	close(dupfd);
+	EXPECT_EQ(0, rv_ioc(fd0, RV_IOCTL_ATTACH, &a));
+	EXPECT_EQ(0, a.slot);
+	close(fd0);
+	close(fd1);
+}
+
+/* Job-wide parameters must match, after defaults are applied. */
+TEST_F(uapi, job_config_mismatch)
+{
+	struct rv_attach a, b;
+	int fd0, fd1, ret;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	fd0 = attach_ok(_metadata, &a);	/* defaults */
+	ASSERT_LE(0, fd0);
+
+	b = a;
+	b.num_conn = self->q.default_num_conn % RV_MAX_CONN_PER_NODE + 1;
+	b.slot_bits = 0;
+	b.ring_entries = 0;
+	b.mr_cache_bytes = 0;
+	EXPECT_EQ(-EBUSY, rv_ioc(self->fd, RV_IOCTL_ATTACH, &b));
+
+	b.num_conn = 0;
+	b.slot_bits = self->q.default_slot_bits % RV_MAX_SLOT_BITS + 1;
+	EXPECT_EQ(-EBUSY, rv_ioc(self->fd, RV_IOCTL_ATTACH, &b));
+
+	/* defaults spelled out are the same configuration */
+	b.num_conn = self->q.default_num_conn;
+	b.slot_bits = self->q.default_slot_bits;
+	fd1 = attach_new(&b, &ret);
+	ASSERT_LE(0, fd1);
+	EXPECT_EQ(0, ret);
+	/* the EBUSY attempts took no slot */
+	EXPECT_EQ(1, b.slot);
+
+	/* per-process parameters may differ */
+	b.num_conn = 0;
+	b.slot_bits = 0;
+	b.ring_entries = RV_MIN_RING_ENTRIES;
+	b.mr_cache_bytes = 4096;
+	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &b));
+	EXPECT_EQ(2, b.slot);
+	EXPECT_EQ(RV_MIN_RING_ENTRIES, b.ring_entries);
+
+	close(fd1);
+	close(fd0);
+}
+
+/*
+ * gid_index is job-wide too.  Needs a second valid GID entry (rxe has one
+ * per IP address of its netdev); without one the check is skipped.
+ */
+TEST_F(uapi, job_gid_mismatch)
+{
+	struct rv_attach a, b;
+	int fd0, fd1, ret;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.gid_index = 1;
+	fd1 = attach_new(&a, &ret);
+	ASSERT_LE(0, fd1);
+	if (ret == -EINVAL) {
+		close(fd1);
+		SKIP(return, "%s has no GID index 1", rv_test_ibdev());
+	}
+	ASSERT_EQ(0, ret);
+	/* same job key, GID 0: the job exists with GID 1 */
+	b = a;
+	b.gid_index = 0;
+	fd0 = attach_new(&b, &ret);
+	ASSERT_LE(0, fd0);
+	EXPECT_EQ(-EBUSY, ret);
+	close(fd0);
+	close(fd1);
+}
+
+/*
+ * Same key bytes, different length: a different job.  With slot_bits 1
+ * the first job is full, yet the second accepts another configuration at
+ * slot 0.  The key bytes are identical over all 16 bytes (zero past the
+ * shorter length), so only job_key_len tells the two apart.
+ */
+TEST_F(uapi, key_len_is_identity)
+{
+	struct rv_attach a, b;
+	int fd0, fd1, fd2;
+
+	NEED_DEV();
+	rv_attach_init(&a, self->dev_index, 8);
+	a.slot_bits = 1;
+	a.num_conn = 1;
+	fd0 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd0);
+	fd1 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd1);
+
+	b = a;
+	b.job_key_len = 9;	/* key[8] is already 0 */
+	b.num_conn = 2;
+	fd2 = attach_ok(_metadata, &b);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(0, b.slot);
+	EXPECT_EQ(2, b.num_conn);
+	close(fd2);
+
+	/* a prefix of the key is another job as well */
+	b = a;
+	b.job_key_len = 4;
+	memset(b.job_key + 4, 0, RV_JOB_KEY_MAX - 4);
+	b.num_conn = 3;
+	fd2 = attach_ok(_metadata, &b);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(0, b.slot);
+	close(fd2);
+
+	/* and one differing byte is another job */
+	b = a;
+	b.job_key[7] ^= 0x01;
+	b.num_conn = 3;
+	fd2 = attach_ok(_metadata, &b);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(0, b.slot);
+	close(fd2);
+
+	close(fd1);
+	close(fd0);
+}
+
+/*
+ * Another uid with the same key gets its own job: root fills both slots
+ * of a slot_bits 1 job, and a child running as nobody still attaches to
+ * slot 0 with a num_conn that would be EBUSY in root's job.
+ */
+TEST_F(uapi, uid_isolation)
+{
+	int report[2], barrier[2], fd0, fd1, fd2, ret, status;
+	struct rv_attach a;
+	int32_t res[2];
+	pid_t pid;
+
+	NEED_DEV();
+	if (geteuid() != 0)
+		SKIP(return, "needs root to change uid");
+
+	rv_attach_init(&a, self->dev_index, 8);
+	a.slot_bits = 1;
+	a.num_conn = 1;
+	fd0 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd0);
+	fd1 = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd1);
+
+	ASSERT_EQ(0, pipe2(report, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(barrier, O_CLOEXEC));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int32_t r;
+		char c;
+		int f0, f1;
+
+		close(report[0]);
+		close(barrier[1]);
+		/* drop root's open files first: they hold root's slots */
+		close(fd0);
+		close(fd1);
+		close(self->fd);
+		if (setgroups(0, NULL) || setgid(NOBODY_UID) ||
+		    setuid(NOBODY_UID))
+			_exit(3);
+		a.num_conn = 2;
+		f0 = attach_new(&a, &ret);
+		r = ret ? ret : (int32_t)a.slot;
+		if (write(report[1], &r, sizeof(r)) != sizeof(r))
+			_exit(2);
+		/* nobody's job has a second slot; root's had none left */
+		f1 = attach_new(&a, &ret);
+		r = ret ? ret : (int32_t)a.slot;
+		if (write(report[1], &r, sizeof(r)) != sizeof(r))
+			_exit(2);
+		while (read(barrier[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(f0);
+		close(f1);
+		_exit(0);
+	}
+	close(report[1]);
+	close(barrier[0]);
+
+	ASSERT_EQ(0, read_full(report[0], res, sizeof(res)))
+		TH_LOG("child failed to change uid");
+	EXPECT_EQ(0, res[0]) TH_LOG("nobody's attach: %d", res[0]);
+	EXPECT_EQ(1, res[1]) TH_LOG("nobody's 2nd attach: %d", res[1]);
+
+	/* root's job is still full while nobody holds its own slots */
+	a.num_conn = 1;
+	fd2 = attach_new(&a, &ret);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-ENOSPC, ret);
+	close(fd2);
+	close(barrier[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	close(report[0]);
+	close(fd1);
+	close(fd0);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Layout table of every struct in <rdma/rv_user_ioctls.h>: size and
+ * alignment of each struct, offset and size of each field.
+ *
+ * uapi_layout.sh builds this for x86-64, i386 and x32 and compares the
+ * tables.  Each build carries its table twice: run, the program prints
+ * it; compiled with -S, the same lines appear in the assembly as
+ * "@@LAYOUT ..." strings, so an ABI whose binaries this host cannot run
+ * (x32 without CONFIG_X86_X32_ABI) is still checked.
+ *
+ * The static_asserts make a field missing from the list below a build
+ * error: with the fields listed in declaration order, their sizes adding
+ * up to the struct's size means no field was left out and there is no
+ * padding anywhere.
+ */
+#include <assert.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <rdma/rv_user_ioctls.h>
+
+#define RV_QUERY_FIELDS(F)				\
+	F(rv_query, size)				\
+	F(rv_query, flags)				\
+	F(rv_query, cmd_mask)				\
+	F(rv_query, attach_flags)			\
+	F(rv_query, max_conn_per_node)			\
+	F(rv_query, max_slot_bits)			\
+	F(rv_query, min_slot_bits)			\
+	F(rv_query, max_ring_entries)			\
+	F(rv_query, min_ring_entries)			\
+	F(rv_query, max_job_key_len)			\
+	F(rv_query, default_num_conn)			\
+	F(rv_query, default_slot_bits)			\
+	F(rv_query, default_ring_entries)		\
+	F(rv_query, default_mr_cache_bytes)
+
+#define RV_ATTACH_FIELDS(F)				\
+	F(rv_attach, size)				\
+	F(rv_attach, flags)				\
+	F(rv_attach, dev_index)				\
+	F(rv_attach, port_num)				\
+	F(rv_attach, gid_index)				\
+	F(rv_attach, job_key_len)			\
+	F(rv_attach, job_key)				\
+	F(rv_attach, num_conn)				\
+	F(rv_attach, slot_bits)				\
+	F(rv_attach, ring_entries)			\
+	F(rv_attach, slot)				\
+	F(rv_attach, mr_cache_bytes)
+
+#define RV_STRUCTS(S)					\
+	S(rv_query, RV_QUERY_FIELDS)			\
+	S(rv_attach, RV_ATTACH_FIELDS)
+
+#define FSIZE(s, f)	sizeof(((struct s *)0)->f)
+#define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))
+
+/* No hole before a field: it starts where the previous one ended. */
+#define SUM_SIZE(s, f)	+ FSIZE(s, f)
+#define CHECK_STRUCT(s, fields)						\
+	static_assert(sizeof(struct s) == 0 fields(SUM_SIZE),		\
+		      "struct " #s ": field list incomplete or padding"); \
+	static_assert(sizeof(struct s) % 8 == 0,			\
+		      "struct " #s ": size not a multiple of 8");
+RV_STRUCTS(CHECK_STRUCT)
+
+/*
+ * The "i" constraint makes the compiler print each value as a constant
+ * into the assembly text; %c0 drops the '$' prefix x86 adds to
+ * immediates.  Only ever compiled with -S, never assembled or run.
+ */
+#define ASM_FIELD(s, f)							\
+	__asm__("\n.ascii \"@@LAYOUT " #s "." #f " offset %c0 size %c1\"" \
+		: : "i"(offsetof(struct s, f)), "i"(FSIZE(s, f)));
+#define ASM_STRUCT(s, fields)						\
+	__asm__("\n.ascii \"@@LAYOUT " #s " size %c0 align %c1\""	\
+		: : "i"(sizeof(struct s)), "i"(_Alignof(struct s)));	\
+	fields(ASM_FIELD)
+
+#define PRINT_FIELD(s, f)						\
+	printf("@@LAYOUT " #s "." #f " offset %zu size %zu\n",		\
+	       offsetof(struct s, f), FSIZE(s, f));
+#define PRINT_STRUCT(s, fields)						\
+	printf("@@LAYOUT " #s " size %zu align %zu\n",			\
+	       sizeof(struct s), _Alignof(struct s));			\
+	fields(PRINT_FIELD)
+
+#ifdef LAYOUT_ASM
+void layout_table(void);
+void layout_table(void)
+{
+	RV_STRUCTS(ASM_STRUCT)
+}
+#else
+int main(void)
+{
+	RV_STRUCTS(PRINT_STRUCT)
+	return 0;
+}
+#endif
