@@ -36,7 +36,8 @@ DEBIAN_PACKAGES := \
 	build-essential gcc-multilib pkg-config kmod xz-utils bc flex bison \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
-	rdma-core ibverbs-utils perftest groff-base man-db
+	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
+	man-db util-linux
 
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
@@ -73,8 +74,7 @@ vm-image:
 	$(SELFTESTS)/vm/mkinitramfs.sh $(KVER) $(BUILD)/vm
 
 check: all
-	RV_KERNEL=$(KERNEL_IMAGE) RV_KO=$(CURDIR)/$(RV_KO) \
-		$(SELFTESTS)/run_tests.sh
+	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
 
 # Warning-free with W=1, sparse-clean and checkpatch --strict clean.
 lint: lint-w1 lint-sparse checkpatch

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# host_checks.sh - the checks that need no RDMA device, as TAP: the uAPI
+# layout on i386/x32/x86-64, librv's man pages, and the kernel lint (W=1,
+# sparse, checkpatch --strict).  Run from the repo root after "make all".
+
+set -uo pipefail
+
+n=0
+failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# check NAME CMD...: one TAP result; the command's output becomes comments
+# when it fails.
+check() {
+	local name=$1
+	shift
+	n=$((n + 1))
+	if "$@" >"$log/$n" 2>&1; then
+		echo "ok $n $name"
+	else
+		failed=1
+		sed 's/^/# /' "$log/$n" | tail -n 40
+		echo "not ok $n $name"
+	fi
+}
+
+echo "TAP version 13"
+# layout-check prints TAP of its own; renumber it into this stream.
+make -s -C tools/testing/selftests/rv layout-check >"$log/layout" 2>&1
+layout_rc=$?
+while IFS= read -r line; do
+	if [[ $line =~ ^(ok|not\ ok)\ [0-9]+\ (.*)$ ]]; then
+		n=$((n + 1))
+		[[ ${BASH_REMATCH[1]} == ok ]] || failed=1
+		echo "${BASH_REMATCH[1]} $n ${BASH_REMATCH[2]}"
+	fi
+done <"$log/layout"
+check layout-check-exit test "$layout_rc" -eq 0
+check librv-man-pages make -s -C lib/librv check-man
+check kernel-W=1 make -s lint-w1
+check kernel-sparse make -s lint-sparse
+check kernel-checkpatch make -s checkpatch
+echo "1..$n"
+exit "$failed"

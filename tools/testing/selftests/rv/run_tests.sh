@@ -1,0 +1,183 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# run_tests.sh - run the rv VM test suite and report it as TAP.
+#
+# Each group of vm/tests.list ("<group> <nodes> <command...>") is one boot
+# of rv-vm.  The kselftest TAP lines each node's command prints are
+# re-emitted as one top-level result "<group>/node<i>/<name>", plus one
+# "<group>/node<i>/vm-health" per node that fails when the node timed out,
+# its command exited non-zero or its kernel log has a warning/oops/
+# sanitizer/lockdep line.  Output ends with the plan and the line
+# "N passed, N failed, N skipped"; exit status 1 if anything failed.
+
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../../.." && pwd)
+rv_vm=$here/vm/rv-vm
+
+usage() {
+	cat <<EOF
+Usage: run_tests.sh [-g GROUP]... [-k KERNEL] [-m MODDIR] [-l LIST] [-o DIR]
+                    [-t SEC] [-- RV-VM-OPTION...]
+
+  -g GROUP   run only this group (repeatable; default: all of LIST)
+  -k KERNEL  kernel image for the VMs (env RV_VM_KERNEL; default: rv-vm's)
+  -m MODDIR  its modules directory (env RV_VM_MODULES)
+  -l LIST    test list (default $here/vm/tests.list)
+  -o DIR     where each group's rv-vm output goes, DIR/<group>/
+             (default $repo/build/vm/tests)
+  -t SEC     timeout per group (default 600)
+  --         further options for rv-vm (e.g. --smp 2), also \$RV_VM_ARGS
+EOF
+}
+
+groups=()
+kernel=${RV_VM_KERNEL:-}
+moddir=${RV_VM_MODULES:-}
+list=$here/vm/tests.list
+outbase=$repo/build/vm/tests
+gtimeout=600
+while getopts "g:k:m:l:o:t:h" opt; do
+	case $opt in
+	g) groups+=("$OPTARG") ;;
+	k) kernel=$OPTARG ;;
+	m) moddir=$OPTARG ;;
+	l) list=$OPTARG ;;
+	o) outbase=$OPTARG ;;
+	t) gtimeout=$OPTARG ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+read -r -a vm_args <<<"${RV_VM_ARGS:-}"
+vm_args+=("$@")
+[[ -n $kernel ]] && vm_args+=(--kernel "$kernel")
+[[ -n $moddir ]] && vm_args+=(--modules "$moddir")
+
+n=0 passed=0 failed=0 skipped=0
+
+# emit OK|NOTOK NAME [DIRECTIVE]: one top-level result.
+emit() {
+	local verdict=$1 name=$2 directive=${3:-}
+	n=$((n + 1))
+	if [[ $verdict == ok ]]; then
+		if [[ $directive =~ ^[Ss][Kk][Ii][Pp] ]]; then
+			skipped=$((skipped + 1))
+		else
+			passed=$((passed + 1))
+		fi
+		echo "ok $n $name${directive:+ # $directive}"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n $name${directive:+ # $directive}"
+	fi
+}
+
+# Top-level TAP lines of a node's output: "ok N name[ # directive]" or
+# "not ok ...", at column 0.  Indented (nested) results and "#" lines are
+# the command's business and are not re-emitted.
+tap_re='^(ok|not ok) [0-9]+( - | )?([^#]*[^[:space:]#])?[[:space:]]*(# ?(.*))?$'
+
+# Re-emit the top-level TAP results in FILE as <prefix>/<name>.
+emit_tap() {
+	local file=$1 prefix=$2 line verdict name dir
+	while IFS= read -r line; do
+		[[ $line =~ $tap_re ]] || continue
+		verdict=${BASH_REMATCH[1]}
+		name=${BASH_REMATCH[3]:-unnamed}
+		dir=${BASH_REMATCH[5]:-}
+		[[ $verdict == ok ]] || verdict=notok
+		# A '# TODO'/'# XFAIL' etc. keep their directive.
+		emit "$verdict" "$prefix/${name// /_}" "$dir"
+	done <"$file"
+}
+
+# A group with 0 nodes runs on the host (no VM): checks that need no RDMA
+# device, e.g. the uAPI layout.  Its exit status is one more result.
+run_host() {
+	local cmd=$1 out=$2 rc=0
+	(cd "$repo" && timeout "$gtimeout" bash -c "$cmd") >"$out/host.out" 2>&1 || rc=$?
+	sed -E '/^(ok|not ok) [0-9]/d; s/^/# /' "$out/host.out"
+	emit_tap "$out/host.out" "$group/host"
+	if [[ $rc -eq 0 ]]; then
+		emit ok "$group/host/exit-status"
+	else
+		echo "# $group/host: command exited with status $rc"
+		emit notok "$group/host/exit-status"
+	fi
+}
+
+run_group() {
+	local group=$1 nodes=$2 cmd=$3 out=$outbase/$1 i f
+	local -a why
+	echo "# $group: $nodes node(s): $cmd"
+	rm -rf "$out"
+	mkdir -p "$out"
+	if [[ $nodes == 0 ]]; then
+		run_host "$cmd" "$out"
+		return
+	fi
+	# rv-vm's own status is not needed: the per-node files it leaves
+	# (.rc, .rc.timeout, .rc.setup, .dmesg) say more.
+	"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
+		"${vm_args[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
+	sed 's/^/# /' "$out/rv-vm.log"
+
+	for ((i = 0; i < nodes; i++)); do
+		[[ -r $out/node$i.out ]] && emit_tap "$out/node$i.out" "$group/node$i"
+
+		why=()
+		[[ -e $out/node$i.rc.timeout ]] && why+=("timed out after ${gtimeout}s")
+		if [[ -e $out/node$i.rc.setup ]]; then
+			why+=("VM setup failed")
+		elif [[ ! -r $out/node$i.rc ]]; then
+			[[ ${#why[@]} -gt 0 ]] || why+=("no exit status (VM died or did not boot)")
+		elif [[ $(<"$out/node$i.rc") != 0 ]]; then
+			why+=("command exited with status $(<"$out/node$i.rc")")
+		fi
+		local bad=
+		for f in "$out/node$i.dmesg" "$out/node$i.console"; do
+			# The console repeats the kernel log only when dmesg is missing.
+			[[ -r $f ]] || continue
+			bad=$("$rv_vm" bad-dmesg "$f" || true)
+			break
+		done
+		[[ -n $bad ]] && why+=("bad kernel log lines")
+		if [[ ${#why[@]} -eq 0 ]]; then
+			emit ok "$group/node$i/vm-health"
+		else
+			echo "# $group/node$i: $(IFS=';'; echo "${why[*]}")"
+			# shellcheck disable=SC2001
+			[[ -z $bad ]] || sed 's/^/# dmesg: /' <<<"$bad"
+			if [[ ! -r $out/node$i.rc && -r $out/node$i.out ]]; then
+				tail -n 20 "$out/node$i.out" | sed 's/^/# out: /'
+			fi
+			emit notok "$group/node$i/vm-health"
+		fi
+	done
+}
+
+[[ -r $list ]] || { echo "run_tests.sh: no test list $list" >&2; exit 2; }
+echo "TAP version 13"
+found=()
+while read -r group nodes cmd; do
+	[[ -z $group || $group == \#* ]] && continue
+	if [[ ${#groups[@]} -gt 0 && " ${groups[*]} " != *" $group "* ]]; then
+		continue
+	fi
+	found+=("$group")
+	run_group "$group" "$nodes" "$cmd"
+done <"$list"
+for g in "${groups[@]}"; do
+	if [[ " ${found[*]} " != *" $g "* ]]; then
+		echo "# no group '$g' in $list"
+		emit notok "$g/not-found"
+	fi
+done
+
+echo "1..$n"
+echo "$passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# shellcheck shell=bash
+#
+# tap.sh - kselftest-style TAP output and multi-node helpers for test
+# scripts run in the rv VMs.  Source it:
+#
+#	. "$RV_REPO/tools/testing/selftests/rv/vm/tap.sh"
+#	tap_begin
+#	tap_run  rxe-active  grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state
+#	tap_skip rv-loaded   "rv.ko not built"
+#	tap_end              # prints the plan; returns 1 if anything failed
+#
+# Lines look like kselftest's ("ok N name", "not ok N name",
+# "ok N name # SKIP reason"); run_tests.sh re-emits them as
+# <group>/node<i>/<name>.
+
+TAP_N=0
+TAP_FAILED=0
+
+tap_begin() {
+	echo "TAP version 13"
+}
+
+tap_diag() {
+	local l
+	for l in "$@"; do
+		echo "# $l"
+	done
+}
+
+tap_ok() {
+	TAP_N=$((TAP_N + 1))
+	echo "ok $TAP_N $1"
+}
+
+# tap_fail NAME [REASON]
+tap_fail() {
+	TAP_N=$((TAP_N + 1))
+	TAP_FAILED=$((TAP_FAILED + 1))
+	[[ -n ${2:-} ]] && tap_diag "$1: $2"
+	echo "not ok $TAP_N $1"
+}
+
+# tap_skip NAME REASON
+tap_skip() {
+	TAP_N=$((TAP_N + 1))
+	echo "ok $TAP_N $1 # SKIP $2"
+}
+
+# tap_run NAME CMD...: one result from CMD's exit status; CMD's output is
+# shown as diagnostics (always: it is the evidence of what was checked).
+tap_run() {
+	local name=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	# shellcheck disable=SC2001
+	[[ -z $out ]] || sed 's/^/# /' <<<"$out"
+	if [[ $rc -eq 0 ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "exit status $rc: $*"
+	fi
+}
+
+# tap_end: trailing plan; status 1 if any test failed.
+tap_end() {
+	echo "1..$TAP_N"
+	[[ $TAP_FAILED -eq 0 ]]
+}
+
+# ---- multi-node helpers -----------------------------------------------------
+
+# rv_node_ip I: IPv4 address of node I.
+rv_node_ip() {
+	local -a ips
+	read -r -a ips <<<"$RV_NODE_IPS"
+	echo "${ips[$1]}"
+}
+
+# rv_retry TRIES DELAY CMD...: run CMD until it succeeds, at most TRIES
+# times, DELAY seconds apart.  For clients racing their server's startup on
+# another node (perftest, ibv_*_pingpong and rping do not wait for one).
+rv_retry() {
+	local tries=$1 delay=$2 i
+	shift 2
+	for ((i = 1; ; i++)); do
+		"$@" && return 0
+		[[ $i -ge $tries ]] && return 1
+		sleep "$delay"
+	done
+}
+
+# rv_gid_index [DEV]: index of the RoCE v2 GID of DEV's port 1 that carries
+# the node's IPv4 address (what -g of ibv_*_pingpong wants).
+rv_gid_index() {
+	local dev=${1:-$RV_IBDEV} ip hex g
+	ip=$(rv_node_ip "$RV_NODE")
+	# shellcheck disable=SC2086	# split the dotted quad into 4 args
+	hex=$(printf '%02x%02x:%02x%02x' ${ip//./ })
+	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		if [[ $(<"$g") == "0000:0000:0000:0000:0000:ffff:$hex" ]]; then
+			echo "${g##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
