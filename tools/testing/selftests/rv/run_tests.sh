@@ -83,11 +83,16 @@ tap_re='^(ok|not ok) [0-9]+( - | )?([^#]*[^[:space:]#])?[[:space:]]*(# ?(.*))?$'
 
 # Re-emit the top-level TAP results in FILE as <prefix>/<name>.
 emit_tap() {
-	local file=$1 prefix=$2 line verdict name dir
+	local file=$1 prefix=$2 line verdict name dir running=unnamed
 	while IFS= read -r line; do
+		# The 6.1 harness names a skipped test only in its "#  RUN" line.
+		if [[ $line =~ ^#[[:space:]]+RUN[[:space:]]+([^[:space:]]+) ]]; then
+			running=${BASH_REMATCH[1]}
+			continue
+		fi
 		[[ $line =~ $tap_re ]] || continue
 		verdict=${BASH_REMATCH[1]}
-		name=${BASH_REMATCH[3]:-unnamed}
+		name=${BASH_REMATCH[3]:-$running}
 		dir=${BASH_REMATCH[5]:-}
 		[[ $verdict == ok ]] || verdict=notok
 		# A '# TODO'/'# XFAIL' etc. keep their directive.
