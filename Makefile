@@ -42,10 +42,11 @@ DEBIAN_PACKAGES := \
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
-.PHONY: all setup packages module librv selftests vm-image check lint \
+.PHONY: all setup packages module librv selftests check lint \
 	lint-w1 lint-sparse checkpatch clean
 
-all: module librv selftests vm-image
+# The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
+all: module librv selftests
 
 setup: packages
 	$(MAKE) all
@@ -69,9 +70,6 @@ librv:
 
 selftests: librv $(KSFT_DIR)/kselftest_harness.h
 	$(MAKE) -C $(SELFTESTS) KSFT_DIR=$(KSFT_DIR)
-
-vm-image:
-	$(SELFTESTS)/vm/mkinitramfs.sh $(KVER) $(BUILD)/vm
 
 check: all
 	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
