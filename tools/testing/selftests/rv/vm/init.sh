@@ -33,10 +33,12 @@ while read -r m; do
 done </lib/modules/load.order
 
 rvvm_init=
+rvvm_repo=
 # shellcheck disable=SC2013	# words, not lines, are wanted
 for arg in $(cat /proc/cmdline); do
 	case $arg in
 	rvvm_init=*) rvvm_init=${arg#rvvm_init=} ;;
+	rvvm_repo=*) rvvm_repo=${arg#rvvm_repo=} ;;
 	esac
 done
 [ -n "$rvvm_init" ] || fail "no rvvm_init= on the kernel command line"
@@ -55,12 +57,27 @@ until mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose \
 done
 
 # Writable places.  The host root is read-only; these are what the guest
-# scripts, rdma-core, perftest and a login shell write to.
+# scripts, rdma-core, perftest and a login shell write to.  A repo checked
+# out below one of them (a CI clone in /tmp, say) would be hidden by the
+# tmpfs: hold it aside and put it back on top.
+[ -n "$rvvm_repo" ] || fail "no rvvm_repo= on the kernel command line"
+held=
 for d in tmp run var/tmp var/log root; do
+	case $rvvm_repo/ in
+	/$d/*)
+		mkdir -p /held
+		mount --bind "/newroot$rvvm_repo" /held || fail "hold $rvvm_repo"
+		held=1
+		;;
+	esac
 	mount -t tmpfs -o mode=0755,size=50% tmpfs "/newroot/$d" ||
 		fail "tmpfs on /$d"
 done
 chmod 1777 /newroot/tmp /newroot/var/tmp
+if [ -n "$held" ]; then
+	mkdir -p "/newroot$rvvm_repo"
+	mount --move /held "/newroot$rvvm_repo" || fail "restore $rvvm_repo"
+fi
 
 mkdir -p /newroot/run/rv/out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rvout \
