@@ -205,6 +205,30 @@ for i in 1 2 3 4 5; do
 done
 check "no rv PD after reload cycles" no_rv_pd
 
+# Device removal while a file is attached: rv releases the job's PD inside
+# the ib_client remove callback (or the core would wait forever), the file
+# still closes cleanly, the module unloads, and the re-created device works.
+attach_cycle() {
+	hold_start -a && hold_stop
+}
+netdev=$(rdma link show "$RV_IBDEV/1" 2>/dev/null |
+	sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+if [ -z "$netdev" ]; then
+	echo "ok $((n += 1)) device removal while attached # SKIP $RV_IBDEV has no netdev link"
+elif hold_start -a; then
+	check "rdma link delete $RV_IBDEV while attached" \
+		timeout 60 rdma link delete "$RV_IBDEV"
+	check "attached file closes after device removal" hold_stop
+	check "rmmod after device removal" unload
+	check "insmod after device removal" load
+	check "re-create $RV_IBDEV" \
+		rdma link add "$RV_IBDEV" type rxe netdev "$netdev"
+	check "attach to the re-created device" attach_cycle
+	check "no rv PD after device removal and re-creation" no_rv_pd
+else
+	not_ok "attach before device removal"
+fi
+
 if [ "$was_loaded" = 0 ]; then
 	check "final rmmod" unload
 fi
