@@ -33,6 +33,13 @@
  *          not all zero (a newer feature this kernel does not know), or
  *          @size above 4096
  *  ENOMEM  out of kernel memory
+ *
+ * Errors common to every command that needs ATTACH first:
+ *
+ *  ENOTCONN  this file is not attached
+ *  EPERM     the caller's address space (mm) is not the one of the process
+ *            that attached: a forked child or a process the file was passed
+ *            to cannot use it
  */
 #ifndef _UAPI_RDMA_RV_USER_IOCTLS_H
 #define _UAPI_RDMA_RV_USER_IOCTLS_H
@@ -45,6 +52,14 @@
 enum {
 	RV_CMD_QUERY = 0x00,
 	RV_CMD_ATTACH = 0x01,
+	RV_CMD_REG_MEM = 0x02,
+	RV_CMD_DEREG_MEM = 0x03,
+	RV_CMD_EVICT = 0x04,
+	RV_CMD_MR_STATS = 0x05,
+	RV_CMD_CONN_CREATE = 0x06,
+	RV_CMD_CONN_CONNECT = 0x07,
+	RV_CMD_CONN_QUERY = 0x08,
+	RV_CMD_CONN_DESTROY = 0x09,
 };
 
 /* Limits, also reported by RV_IOCTL_QUERY. */
@@ -149,5 +164,179 @@ struct rv_attach {
 };
 
 #define RV_IOCTL_ATTACH _IO(RV_IOCTL_TYPE, RV_CMD_ATTACH)
+
+/*
+ * Memory registration.  Each attached file has its own MR cache: a
+ * registration stays cached after the caller drops it, until the cache
+ * needs the room (least recently used first), the caller evicts it, or the
+ * memory behind it changes (munmap, mremap, madvise(MADV_DONTNEED or
+ * MADV_FREE), brk shrink, exit).  A cached registration is never handed
+ * out once its memory has changed.
+ */
+
+/* Access a registration grants; REMOTE_WRITE implies LOCAL_WRITE. */
+#define RV_ACCESS_LOCAL_WRITE	(1U << 0)
+#define RV_ACCESS_REMOTE_WRITE	(1U << 1)
+#define RV_ACCESS_REMOTE_READ	(1U << 2)
+
+/**
+ * struct rv_reg_mem - register [@addr, @addr + @length) or find it cached
+ * @size: sizeof(struct rv_reg_mem)
+ * @flags: must be 0
+ * @addr: in: start of the buffer in the caller's address space
+ * @length: in: bytes, at least 1
+ * @access: in: RV_ACCESS_* bits
+ * @handle: out: names the registration in DEREG_MEM and later commands;
+ *	handles are per file and a hit returns the handle of the cached entry
+ * @lkey: out: local key, for the job's QPs
+ * @rkey: out: remote key a peer uses to write into (or read) the buffer
+ * @iova: out: the address a peer uses with @rkey for the byte at @addr
+ *	(offsets from @addr carry over unchanged)
+ * @region_addr: out: start of the cached region that covers the request
+ * @region_length: out: length of that region
+ *
+ * A request that lies inside a cached region registered with at least
+ * @access is a hit; the entry gains one reference.  Otherwise the pages are
+ * pinned (charged to RLIMIT_MEMLOCK) and registered in the job's kernel PD.
+ * When the cache would exceed its limit (ATTACH's @mr_cache_bytes), unused
+ * entries are evicted, least recently used first.  One registration may be
+ * as large as the limit; no splitting is needed.
+ *
+ * Errors:
+ *  EINVAL   @length 0, @addr + @length wraps, unknown @access bits
+ *  EFAULT   part of the range is not mapped
+ *  ENOMEM   pinning would exceed RLIMIT_MEMLOCK (or out of memory)
+ *  ENOSPC   the request cannot fit under the cache limit even after
+ *           evicting every unused entry
+ *  ENODEV   the device was removed
+ *  EAGAIN   the range kept changing while it was being registered
+ */
+struct rv_reg_mem {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__u32 access;
+	__u32 handle;
+	__u32 lkey;
+	__u32 rkey;
+	__aligned_u64 iova;
+	__aligned_u64 region_addr;
+	__aligned_u64 region_length;
+};
+
+#define RV_IOCTL_REG_MEM _IO(RV_IOCTL_TYPE, RV_CMD_REG_MEM)
+
+/**
+ * struct rv_dereg_mem - drop one reference taken by REG_MEM
+ * @size: sizeof(struct rv_dereg_mem)
+ * @flags: must be 0
+ * @handle: in: from REG_MEM on this file
+ *
+ * The registration stays cached.  Errors:
+ *  ENOENT   no registration of this file has @handle (never issued, freed,
+ *           or issued by another file)
+ *  EINVAL   the registration holds no reference of the caller (a second
+ *           DEREG_MEM for one REG_MEM)
+ */
+struct rv_dereg_mem {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+};
+
+#define RV_IOCTL_DEREG_MEM _IO(RV_IOCTL_TYPE, RV_CMD_DEREG_MEM)
+
+/* How EVICT chooses what to free (struct rv_evict.mode). */
+#define RV_EVICT_EXACT	0	/* the entry of exactly @addr, @length, @access */
+#define RV_EVICT_RANGE	1	/* every unused entry overlapping @addr/@length */
+#define RV_EVICT_AMOUNT	2	/* LRU first until @target_bytes/@target_entries */
+
+/**
+ * struct rv_evict - free unused cached registrations
+ * @size: sizeof(struct rv_evict)
+ * @flags: must be 0
+ * @mode: in: RV_EVICT_*
+ * @access: in: EXACT: the entry's access as given to REG_MEM; else 0
+ * @addr: in: EXACT, RANGE: start of the range; AMOUNT: 0
+ * @length: in: EXACT, RANGE: bytes, at least 1; AMOUNT: 0
+ * @target_bytes: in: AMOUNT: stop once this many bytes are freed; else 0
+ * @target_entries: in: AMOUNT: and this many entries; else 0
+ * @freed_entries: out: entries freed
+ * @freed_bytes: out: bytes freed
+ *
+ * Entries in use (a REG_MEM reference or I/O in flight) are never freed.
+ * AMOUNT frees until both targets are met or no unused entry is left.
+ *
+ * Errors:
+ *  EINVAL   unknown @mode, a field the mode does not use is not 0, @length
+ *           0 or wrapping for EXACT and RANGE, both targets 0 for AMOUNT
+ *  ENOENT   EXACT: no such entry
+ *  EBUSY    EXACT: the entry is in use
+ */
+struct rv_evict {
+	__u32 size;
+	__u32 flags;
+	__u32 mode;
+	__u32 access;
+	__aligned_u64 addr;
+	__aligned_u64 length;
+	__aligned_u64 target_bytes;
+	__u32 target_entries;
+	__u32 freed_entries;
+	__aligned_u64 freed_bytes;
+};
+
+#define RV_IOCTL_EVICT _IO(RV_IOCTL_TYPE, RV_CMD_EVICT)
+
+/**
+ * struct rv_mr_stats - this file's MR cache figures
+ * @size: sizeof(struct rv_mr_stats)
+ * @flags: must be 0
+ * @limit_bytes: out: the cache limit in bytes
+ * @bytes: out: bytes registered by cached entries (pinned)
+ * @in_use_bytes: out: of those, bytes of entries in use
+ * @max_bytes: out: high-water mark of @bytes
+ * @max_in_use_bytes: out: high-water mark of @in_use_bytes
+ * @entries: out: cached entries
+ * @in_use_entries: out: of those, entries in use
+ * @max_entries: out: high-water mark of @entries
+ * @max_in_use_entries: out: high-water mark of @in_use_entries
+ * @hits: out: REG_MEM answered from the cache
+ * @misses: out: REG_MEM that registered a new entry
+ * @evict_pressure: out: entries evicted to make room under the limit
+ * @evict_request: out: entries freed by EVICT
+ * @invalidations: out: entries invalidated because their memory changed
+ * @failures: out: REG_MEM that failed to register (pin or MR errors,
+ *	ENOSPC)
+ *
+ * Entries invalidated while in use still count in @entries and @bytes
+ * (their pages stay pinned) until their last reference is dropped.
+ */
+struct rv_mr_stats {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 limit_bytes;
+	__aligned_u64 bytes;
+	__aligned_u64 in_use_bytes;
+	__aligned_u64 max_bytes;
+	__aligned_u64 max_in_use_bytes;
+	__u32 entries;
+	__u32 in_use_entries;
+	__u32 max_entries;
+	__u32 max_in_use_entries;
+	__aligned_u64 hits;
+	__aligned_u64 misses;
+	__aligned_u64 evict_pressure;
+	__aligned_u64 evict_request;
+	__aligned_u64 invalidations;
+	__aligned_u64 failures;
+};
+
+#define RV_IOCTL_MR_STATS _IO(RV_IOCTL_TYPE, RV_CMD_MR_STATS)
+
+/*
+ * Connections: RV_CMD_CONN_* structs follow.
+ */
 
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */

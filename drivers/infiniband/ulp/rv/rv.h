@@ -32,6 +32,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
+#include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
@@ -108,6 +109,8 @@ struct rv_job {
  * @lock: protects every field below; serialises ioctls against close
  * @job: the job this file is attached to, NULL before ATTACH
  * @slot: this file's slot in @job
+ * @mm: address space of the process that attached (mmgrab()ed); the only
+ *	one allowed to use the file's job-bound commands
  * @ring_entries: event ring size requested at ATTACH
  * @mr_cache_bytes: MR cache limit requested at ATTACH
  */
@@ -115,9 +118,33 @@ struct rv_file {
 	struct mutex lock; /* protects the fields below */
 	struct rv_job *job;
 	u32 slot;
+	struct mm_struct *mm;
 	u32 ring_entries;
 	u64 mr_cache_bytes;
 };
+
+/* A command's user buffer, as the dispatcher saw it. */
+struct rv_ucmd {
+	void __user *ubuffer;
+	u32 user_size;
+};
+
+int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
+		    size_t cmd_len);
+
+/*
+ * Commands that use the job need an attached file, used from the address
+ * space that attached it (not a forked child, not a receiver of the fd).
+ * Caller holds rf->lock.
+ */
+static inline int rv_file_check_owner(const struct rv_file *rf)
+{
+	if (!rf->job)
+		return -ENOTCONN;
+	if (current->mm != rf->mm)
+		return -EPERM;
+	return 0;
+}
 
 /* Module parameters, validated once at load time (rv_main.c). */
 extern unsigned int rv_default_num_conn;

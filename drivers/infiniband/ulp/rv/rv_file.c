@@ -12,6 +12,7 @@
 #include <linux/compat.h>
 #include <linux/fs.h>
 #include <linux/log2.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <rdma/ib_cache.h>
@@ -19,13 +20,8 @@
 /* Bounds the zero-tail scan of a struct from newer user space. */
 #define RV_UCMD_MAX_SIZE 4096
 
-struct rv_ucmd {
-	void __user *ubuffer;
-	u32 user_size;
-};
-
 /* Write back the kernel's answer, never more than the caller provided. */
-static int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
+int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
 			   size_t cmd_len)
 {
 	if (copy_to_user(ucmd->ubuffer, cmd, min_t(size_t, ucmd->user_size,
@@ -214,8 +210,12 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 	/* A caller that cannot learn its slot must not keep it. */
 	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
-	if (ret)
+	if (ret) {
 		rv_job_detach(rf);
+		goto out_put_dev;
+	}
+	mmgrab(current->mm);
+	rf->mm = current->mm;
 
 out_put_dev:
 	rv_device_put(dev);
@@ -275,6 +275,8 @@ static int rv_release(struct inode *inode, struct file *filp)
 
 	mutex_lock(&rf->lock);
 	rv_job_detach(rf);
+	if (rf->mm)
+		mmdrop(rf->mm);
 	mutex_unlock(&rf->lock);
 	mutex_destroy(&rf->lock);
 	kfree(rf);
