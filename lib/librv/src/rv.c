@@ -12,14 +12,9 @@
 #include <unistd.h>
 
 #include <rv/librv.h>
+#include "librv_internal.h"
 
 #define RV_DEV_PATH "/dev/rv"
-
-struct rv {
-	int fd;
-	/* Slot from the last successful rv_attach(), -1 before that. */
-	int slot;
-};
 
 int rv_open(struct rv **rvp, unsigned int flags)
 {
@@ -62,7 +57,7 @@ int rv_fd(const struct rv *rv)
 }
 
 /* ioctl() returning 0 or -errno; rv's ioctls never return positive. */
-static int rv_ioctl(const struct rv *rv, unsigned long cmd, void *arg)
+int rv_ioctl(const struct rv *rv, unsigned long cmd, void *arg)
 {
 	int ret;
 

@@ -18,6 +18,8 @@
  *     rv_device.rwsem (read for users of the ib_device, write for removal)
  *       rv_device.jobs_lock
  *         rv_job.slots (xarray's internal spinlock)
+ *       rv_mr_cache.lock (also taken alone by the MMU notifier)
+ *         rv_mr_cache.handles (xarray's internal spinlock)
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
@@ -38,6 +40,8 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rv_user_ioctls.h>
+
+#include "rv_mr.h"
 
 /**
  * struct rv_device - an RDMA device rv may use
@@ -113,6 +117,7 @@ struct rv_job {
  *	one allowed to use the file's job-bound commands
  * @ring_entries: event ring size requested at ATTACH
  * @mr_cache_bytes: MR cache limit requested at ATTACH
+ * @mr_cache: the file's MR cache, usable once attached; has its own lock
  */
 struct rv_file {
 	struct mutex lock; /* protects the fields below */
@@ -121,6 +126,7 @@ struct rv_file {
 	struct mm_struct *mm;
 	u32 ring_entries;
 	u64 mr_cache_bytes;
+	struct rv_mr_cache mr_cache;
 };
 
 /* A command's user buffer, as the dispatcher saw it. */

@@ -22,7 +22,7 @@
 
 /* Write back the kernel's answer, never more than the caller provided. */
 int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
-			   size_t cmd_len)
+		    size_t cmd_len)
 {
 	if (copy_to_user(ucmd->ubuffer, cmd, min_t(size_t, ucmd->user_size,
 						   cmd_len)))
@@ -38,6 +38,10 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 union rv_ucmd_buffer {
 	struct rv_query query;
 	struct rv_attach attach;
+	struct rv_reg_mem reg_mem;
+	struct rv_dereg_mem dereg_mem;
+	struct rv_evict evict;
+	struct rv_mr_stats mr_stats;
 };
 
 struct rv_ioctl_op {
@@ -61,6 +65,13 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 		    default_mr_cache_bytes),
 	RV_IOCTL_OP(RV_CMD_ATTACH, rv_cmd_attach, struct rv_attach,
 		    mr_cache_bytes),
+	RV_IOCTL_OP(RV_CMD_REG_MEM, rv_cmd_reg_mem, struct rv_reg_mem,
+		    region_length),
+	RV_IOCTL_OP(RV_CMD_DEREG_MEM, rv_cmd_dereg_mem, struct rv_dereg_mem,
+		    handle),
+	RV_IOCTL_OP(RV_CMD_EVICT, rv_cmd_evict, struct rv_evict, freed_bytes),
+	RV_IOCTL_OP(RV_CMD_MR_STATS, rv_cmd_mr_stats, struct rv_mr_stats,
+		    failures),
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
@@ -76,6 +87,17 @@ static_assert(offsetof(struct rv_attach, job_key) == 24);
 static_assert(offsetof(struct rv_attach, num_conn) == 40);
 static_assert(offsetof(struct rv_attach, slot) == 52);
 static_assert(offsetof(struct rv_attach, mr_cache_bytes) == 56);
+static_assert(sizeof(struct rv_reg_mem) == 64);
+static_assert(offsetof(struct rv_reg_mem, access) == 24);
+static_assert(offsetof(struct rv_reg_mem, iova) == 40);
+static_assert(offsetof(struct rv_reg_mem, region_length) == 56);
+static_assert(sizeof(struct rv_dereg_mem) == 12);
+static_assert(sizeof(struct rv_evict) == 56);
+static_assert(offsetof(struct rv_evict, target_bytes) == 32);
+static_assert(offsetof(struct rv_evict, freed_bytes) == 48);
+static_assert(sizeof(struct rv_mr_stats) == 112);
+static_assert(offsetof(struct rv_mr_stats, entries) == 48);
+static_assert(offsetof(struct rv_mr_stats, hits) == 64);
 
 static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 			void *arg)
@@ -216,6 +238,7 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	}
 	mmgrab(current->mm);
 	rf->mm = current->mm;
+	rv_mr_cache_start(&rf->mr_cache, rf->job, rf->mr_cache_bytes);
 
 out_put_dev:
 	rv_device_put(dev);
@@ -265,6 +288,7 @@ static int rv_open(struct inode *inode, struct file *filp)
 	if (!rf)
 		return -ENOMEM;
 	mutex_init(&rf->lock);
+	rv_mr_cache_init(&rf->mr_cache);
 	filp->private_data = rf;
 	return nonseekable_open(inode, filp);
 }
@@ -274,6 +298,8 @@ static int rv_release(struct inode *inode, struct file *filp)
 	struct rv_file *rf = filp->private_data;
 
 	mutex_lock(&rf->lock);
+	/* MRs live in the job's PD: free them before leaving the job. */
+	rv_mr_cache_teardown(&rf->mr_cache);
 	rv_job_detach(rf);
 	if (rf->mm)
 		mmdrop(rf->mm);

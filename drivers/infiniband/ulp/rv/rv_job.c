@@ -84,6 +84,16 @@ out_free_job:
  */
 void rv_job_release_ib(struct rv_job *job)
 {
+	struct rv_file *rf;
+	unsigned long slot;
+
+	/*
+	 * The files' MRs are in the PD.  A file cannot leave its slot (and
+	 * be freed) while we hold the rwsem: detach takes it for read.
+	 */
+	xa_for_each(&job->slots, slot, rf)
+		rv_mr_cache_release_ib(&rf->mr_cache);
+
 	if (job->pd) {
 		ib_dealloc_pd(job->pd);
 		job->pd = NULL;

@@ -12,6 +12,7 @@
 #include <rdma/ib_verbs.h>
 
 struct rv_job;
+struct rv_mr_entry;
 
 DECLARE_EVENT_CLASS(rv_device_class,
 	TP_PROTO(const struct ib_device *ibdev),
@@ -98,6 +99,46 @@ TRACE_EVENT(rv_detach,
 	),
 	TP_printk("job %u slot %u", __entry->job, __entry->slot)
 );
+
+/* MR cache: an entry's job, handle, range, access and references. */
+DECLARE_EVENT_CLASS(rv_mr_class,
+	TP_PROTO(const struct rv_mr_entry *e),
+	TP_ARGS(e),
+	TP_STRUCT__entry(
+		__field(u32, job)
+		__field(u32, handle)
+		__field(u64, start)
+		__field(u64, length)
+		__field(u32, access)
+		__field(u32, user_refs)
+	),
+	TP_fast_assign(
+		__entry->job = e->cache->job->id;
+		__entry->handle = e->handle;
+		__entry->start = e->it.start;
+		__entry->length = e->length;
+		__entry->access = e->access;
+		__entry->user_refs = e->user_refs;
+	),
+	TP_printk("job %u handle %u start 0x%llx length %llu access %s%s%s refs %u",
+		  __entry->job, __entry->handle, __entry->start,
+		  __entry->length,
+		  __entry->access & RV_ACCESS_LOCAL_WRITE ? "L" : "-",
+		  __entry->access & RV_ACCESS_REMOTE_WRITE ? "W" : "-",
+		  __entry->access & RV_ACCESS_REMOTE_READ ? "R" : "-",
+		  __entry->user_refs)
+);
+
+#define DEFINE_RV_MR_EVENT(name)					\
+	DEFINE_EVENT(rv_mr_class, rv_mr_##name,				\
+		TP_PROTO(const struct rv_mr_entry *e),			\
+		TP_ARGS(e))
+
+DEFINE_RV_MR_EVENT(insert);
+DEFINE_RV_MR_EVENT(hit);
+DEFINE_RV_MR_EVENT(evict);
+DEFINE_RV_MR_EVENT(invalidate);
+DEFINE_RV_MR_EVENT(free);
 
 #endif /* _TRACE_RV_H */
 

@@ -138,6 +138,73 @@ int rv_slot(const struct rv *rv);
  */
 int rv_device_index(const char *ibdev_name);
 
+/**
+ * rv_reg_mem() - register a buffer through the file's MR cache
+ * @rv: handle from rv_open(), attached
+ * @addr: start of the buffer
+ * @length: bytes, at least 1
+ * @access: RV_ACCESS_* bits (REMOTE_WRITE implies LOCAL_WRITE)
+ * @out: if not NULL, the kernel's answer: @lkey, @rkey, @iova (what a
+ *	peer uses with @rkey for @addr) and the cached region that covers
+ *	the buffer
+ *
+ * A buffer inside a cached registration with at least @access is a hit
+ * and costs no pinning.  Each successful call takes one reference that
+ * rv_dereg_mem() drops; the registration stays cached after that.  Any
+ * size up to the cache limit is one registration.
+ *
+ * Return: the handle (> 0), or
+ *  -EINVAL    @length is 0, the range wraps, or @access has unknown bits
+ *  -EFAULT    part of the range is not mapped
+ *  -ENOMEM    pinning would exceed RLIMIT_MEMLOCK, or out of memory
+ *  -ENOSPC    the buffer does not fit under the cache limit even with every
+ *             unused registration evicted
+ *  -EAGAIN    the mapping kept changing while it was being registered
+ *  -ENOTCONN  @rv is not attached
+ *  -EPERM     called from another process than the one that attached
+ *  -ENODEV    the device was removed
+ */
+int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
+	       unsigned int access, struct rv_reg_mem *out);
+
+/**
+ * rv_dereg_mem() - drop a reference taken by rv_reg_mem()
+ * @rv: handle from rv_open(), attached
+ * @handle: from rv_reg_mem() on @rv
+ *
+ * Return: 0, or
+ *  -ENOENT    @rv has no registration @handle (never issued, evicted, or
+ *             issued by another file)
+ *  -EINVAL    the registration holds no reference (dropped twice)
+ *  -ENOTCONN, -EPERM as for rv_reg_mem()
+ */
+int rv_dereg_mem(struct rv *rv, unsigned int handle);
+
+/**
+ * rv_evict() - free unused cached registrations
+ * @rv: handle from rv_open(), attached
+ * @e: @mode and its inputs (see struct rv_evict); @size is set here and
+ *	@freed_entries, @freed_bytes are outputs
+ *
+ * Return: 0, or
+ *  -EINVAL    @e is NULL, or a field is wrong for @mode
+ *  -ENOENT    RV_EVICT_EXACT: no such registration
+ *  -EBUSY     RV_EVICT_EXACT: it is in use
+ *  -ENOTCONN, -EPERM as for rv_reg_mem()
+ */
+int rv_evict(struct rv *rv, struct rv_evict *e);
+
+/**
+ * rv_mr_stats() - the file's MR cache figures
+ * @rv: handle from rv_open(), attached
+ * @s: filled in on success (see struct rv_mr_stats)
+ *
+ * Any process holding the file may read them.
+ *
+ * Return: 0, or -EINVAL if @s is NULL, -ENOTCONN if @rv is not attached.
+ */
+int rv_mr_stats(struct rv *rv, struct rv_mr_stats *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The per-file MR cache.
+ *
+ * Middleware registers the same buffers over and over; a hit here costs a
+ * tree lookup instead of pinning pages and programming the device.
+ *
+ * Registration uses ib_reg_user_mr(), the core's helper for kernel MRs over
+ * user memory: the driver pins the pages with ib_umem_get() (so
+ * RLIMIT_MEMLOCK is charged to the caller) and maps them however it can,
+ * with no page-list limit (rxe's fast-registration lists stop at 512
+ * pages), so one entry covers any request the cache limit allows.  The MR
+ * is in the job's kernel PD with iova == the user address.
+ *
+ * Lookup: an interval tree of the CACHED entries, O(log n + k) for k
+ * entries overlapping the request; the first one that contains the request
+ * with at least the requested access is a hit.
+ *
+ * Coherence: each entry has an mmu_interval_notifier over its range.  When
+ * the mapping changes the entry leaves the tree at once, so no later
+ * lookup can return it; deregistration (which may sleep and must not run
+ * under mmap_lock) is left to a work item, or to the last user of an entry
+ * that was in use.  Pinned pages stay pinned, so the device never touches
+ * a page the process no longer owns; a new registration of the same
+ * address pins whatever is mapped there then.
+ */
+#include "rv.h"
+#include "rv_trace.h"
+
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#define RV_ACCESS_ALL \
+	(RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)
+
+/* Registrations of a range that keeps changing under us give up then. */
+#define RV_MR_REG_TRIES 3
+
+static bool rv_mr_in_use(const struct rv_mr_entry *e)
+{
+	return e->user_refs || e->io_refs;
+}
+
+/* The caller holds cache->lock for all the accounting helpers below. */
+static void rv_mr_account_use(struct rv_mr_cache *cache,
+			      const struct rv_mr_entry *e, bool used)
+{
+	struct rv_mr_stats *s = &cache->stats;
+
+	if (used) {
+		s->in_use_entries++;
+		s->in_use_bytes += e->length;
+		s->max_in_use_entries = max(s->max_in_use_entries,
+					    s->in_use_entries);
+		s->max_in_use_bytes = max(s->max_in_use_bytes,
+					  s->in_use_bytes);
+	} else {
+		s->in_use_entries--;
+		s->in_use_bytes -= e->length;
+	}
+}
+
+/*
+ * Take @e out of the cache: out of the tree and the LRU, no longer
+ * counted, DEAD, and onto @to for freeing.  @e must be unused.
+ */
+static void rv_mr_kill(struct rv_mr_cache *cache, struct rv_mr_entry *e,
+		       struct list_head *to)
+{
+	if (e->state == RV_MR_CACHED)
+		interval_tree_remove(&e->it, &cache->tree);
+	e->state = RV_MR_DEAD;
+	cache->stats.entries--;
+	cache->stats.bytes -= e->length;
+	/* A CACHED entry is on the LRU, a STALE one on no list. */
+	list_move_tail(&e->lru, to);
+}
+
+static void rv_mr_get_user(struct rv_mr_cache *cache, struct rv_mr_entry *e)
+{
+	if (!rv_mr_in_use(e)) {
+		list_del_init(&e->lru);
+		rv_mr_account_use(cache, e, true);
+	}
+	e->user_refs++;
+}
+
+/* Drop a user reference; an unused STALE entry moves to @to. */
+static void rv_mr_put_user(struct rv_mr_cache *cache, struct rv_mr_entry *e,
+			   struct list_head *to)
+{
+	e->user_refs--;
+	if (rv_mr_in_use(e))
+		return;
+	rv_mr_account_use(cache, e, false);
+	if (e->state == RV_MR_CACHED)
+		list_add(&e->lru, &cache->lru);
+	else
+		rv_mr_kill(cache, e, to);
+}
+
+/*
+ * Deregister and free DEAD entries.  The caller holds the device's rwsem
+ * for read (device removal, which clears ->mr, holds it for write) and
+ * not cache->lock.
+ */
+static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
+{
+	struct rv_mr_entry *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, list, lru) {
+		list_del(&e->lru);
+		trace_rv_mr_free(e);
+		if (e->mr)
+			ib_dereg_mr(e->mr);
+		/* Waits for an invalidation of this range still running. */
+		mmu_interval_notifier_remove(&e->notifier);
+		spin_lock(&cache->lock);
+		xa_erase(&cache->handles, e->handle);
+		spin_unlock(&cache->lock);
+		kfree(e);
+	}
+}
+
+static void rv_mr_free_work(struct work_struct *work)
+{
+	struct rv_mr_cache *cache = container_of(work, struct rv_mr_cache,
+						 free_work);
+	struct rv_device *dev = cache->job->dev;
+	LIST_HEAD(list);
+
+	down_read(&dev->rwsem);
+	spin_lock(&cache->lock);
+	list_splice_init(&cache->dead, &list);
+	spin_unlock(&cache->lock);
+	rv_mr_free_list(cache, &list);
+	up_read(&dev->rwsem);
+}
+
+/*
+ * Pinned pages stay mapped at the same address through these events (a
+ * pinned anonymous page is copied for the child at fork rather than
+ * write-protected and shared), so the registration is still right.
+ */
+static bool rv_mr_event_keeps_pages(enum mmu_notifier_event event)
+{
+	return event == MMU_NOTIFY_PROTECTION_VMA ||
+	       event == MMU_NOTIFY_PROTECTION_PAGE ||
+	       event == MMU_NOTIFY_SOFT_DIRTY;
+}
+
+static bool rv_mr_invalidate(struct mmu_interval_notifier *mni,
+			     const struct mmu_notifier_range *range,
+			     unsigned long cur_seq)
+{
+	struct rv_mr_entry *e = container_of(mni, struct rv_mr_entry,
+					     notifier);
+	struct rv_mr_cache *cache = e->cache;
+
+	spin_lock(&cache->lock);
+	/* Also makes a registration of a NEW entry start over. */
+	mmu_interval_set_seq(mni, cur_seq);
+	if (e->state != RV_MR_CACHED || rv_mr_event_keeps_pages(range->event))
+		goto out_unlock;
+
+	trace_rv_mr_invalidate(e);
+	cache->stats.invalidations++;
+	if (rv_mr_in_use(e)) {
+		interval_tree_remove(&e->it, &cache->tree);
+		e->state = RV_MR_STALE;
+	} else {
+		rv_mr_kill(cache, e, &cache->dead);
+		if (!cache->closing)
+			queue_work(system_unbound_wq, &cache->free_work);
+	}
+out_unlock:
+	spin_unlock(&cache->lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops rv_mr_notifier_ops = {
+	.invalidate = rv_mr_invalidate,
+};
+
+void rv_mr_cache_init(struct rv_mr_cache *cache)
+{
+	spin_lock_init(&cache->lock);
+	cache->tree = RB_ROOT_CACHED;
+	INIT_LIST_HEAD(&cache->lru);
+	INIT_LIST_HEAD(&cache->dead);
+	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1);
+	INIT_WORK(&cache->free_work, rv_mr_free_work);
+}
+
+/* At ATTACH, under rf->lock: the cache may be used from now on. */
+void rv_mr_cache_start(struct rv_mr_cache *cache, struct rv_job *job,
+		       u64 limit)
+{
+	cache->job = job;
+	cache->stats.limit_bytes = limit;
+}
+
+/**
+ * rv_mr_cache_teardown - free every entry of a closing file
+ * @cache: the cache; its file is being released (rf->lock held, no ioctl
+ *	can run) and is still attached
+ *
+ * Entries still referenced by the user go too: nobody can name them any
+ * more.  Safe to call twice and on a file that never attached.
+ */
+void rv_mr_cache_teardown(struct rv_mr_cache *cache)
+{
+	struct rv_device *dev;
+	struct rv_mr_entry *e;
+	unsigned long index;
+	LIST_HEAD(list);
+
+	if (!cache->job)
+		return;
+	dev = cache->job->dev;
+
+	spin_lock(&cache->lock);
+	cache->closing = true;
+	spin_unlock(&cache->lock);
+	/* Its entries are on cache->dead, freed below. */
+	cancel_work_sync(&cache->free_work);
+
+	down_read(&dev->rwsem);
+	spin_lock(&cache->lock);
+	xa_for_each(&cache->handles, index, e) {
+		if (e->state == RV_MR_DEAD)
+			continue;
+		if (rv_mr_in_use(e))
+			rv_mr_account_use(cache, e, false);
+		e->user_refs = 0;
+		e->io_refs = 0;
+		rv_mr_kill(cache, e, &list);
+	}
+	list_splice_init(&cache->dead, &list);
+	spin_unlock(&cache->lock);
+	rv_mr_free_list(cache, &list);
+	up_read(&dev->rwsem);
+
+	WARN_ON(!xa_empty(&cache->handles));
+	xa_destroy(&cache->handles);
+	cache->job = NULL;
+}
+
+/**
+ * rv_mr_cache_release_ib - deregister every MR before the device goes
+ * @cache: a cache of a file of a job on the device
+ *
+ * Called by device removal with the device's rwsem held for write, so no
+ * entry is being registered or freed meanwhile.  Entries leave the tree
+ * (lookups would hand out a dead key); used ones stay until their handles
+ * are dropped, unused ones are freed by the work item.
+ */
+void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
+{
+	struct rv_mr_entry *e;
+	unsigned long index;
+	struct ib_mr *mr;
+
+	xa_for_each(&cache->handles, index, e) {
+		spin_lock(&cache->lock);
+		mr = e->mr;
+		e->mr = NULL;
+		if (e->state == RV_MR_CACHED) {
+			if (rv_mr_in_use(e)) {
+				interval_tree_remove(&e->it, &cache->tree);
+				e->state = RV_MR_STALE;
+			} else {
+				rv_mr_kill(cache, e, &cache->dead);
+				if (!cache->closing)
+					queue_work(system_unbound_wq,
+						   &cache->free_work);
+			}
+		}
+		spin_unlock(&cache->lock);
+		if (mr)
+			ib_dereg_mr(mr);
+	}
+}
+
+/* Caller holds cache->lock. */
+static struct rv_mr_entry *rv_mr_lookup(struct rv_mr_cache *cache, u64 addr,
+					u64 last, u32 access)
+{
+	struct interval_tree_node *node;
+	struct rv_mr_entry *e;
+
+	for (node = interval_tree_iter_first(&cache->tree, addr, last); node;
+	     node = interval_tree_iter_next(node, addr, last)) {
+		e = container_of(node, struct rv_mr_entry, it);
+		if (e->it.start <= addr && e->it.last >= last &&
+		    (e->access & access) == access)
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * Make room for @length more bytes: evict unused entries, least recently
+ * used first, onto @victims.  Caller holds cache->lock.
+ */
+static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
+			   struct list_head *victims)
+{
+	struct rv_mr_stats *s = &cache->stats;
+	struct rv_mr_entry *e;
+
+	if (length > s->limit_bytes ||
+	    s->in_use_bytes > s->limit_bytes - length)
+		return -ENOSPC;
+	while (s->bytes > s->limit_bytes - length) {
+		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
+		trace_rv_mr_evict(e);
+		s->evict_pressure++;
+		rv_mr_kill(cache, e, victims);
+	}
+	return 0;
+}
+
+static int rv_mr_ib_access(u32 access)
+{
+	int ib_access = 0;
+
+	if (access & RV_ACCESS_LOCAL_WRITE)
+		ib_access |= IB_ACCESS_LOCAL_WRITE;
+	if (access & RV_ACCESS_REMOTE_WRITE)
+		ib_access |= IB_ACCESS_REMOTE_WRITE;
+	if (access & RV_ACCESS_REMOTE_READ)
+		ib_access |= IB_ACCESS_REMOTE_READ;
+	return ib_access;
+}
+
+/*
+ * Register [addr, addr + length) for the current process and cache it
+ * with one user reference.  Caller holds rf->lock (so registrations of a
+ * file are serialised and the room made stays free) and the device's
+ * rwsem for read.
+ */
+static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
+					u64 length, u32 access)
+{
+	struct ib_pd *pd = cache->job->pd;
+	struct rv_mr_entry *e;
+	unsigned long seq;
+	LIST_HEAD(victims);
+	struct ib_mr *mr;
+	int tries;
+	int ret;
+
+	spin_lock(&cache->lock);
+	ret = rv_mr_make_room(cache, length, &victims);
+	spin_unlock(&cache->lock);
+	rv_mr_free_list(cache, &victims);
+	if (ret)
+		goto out_count;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		ret = -ENOMEM;
+		goto out_count;
+	}
+	e->cache = cache;
+	e->it.start = addr;
+	e->it.last = addr + length - 1;
+	e->length = length;
+	e->access = access;
+	e->state = RV_MR_NEW;
+	INIT_LIST_HEAD(&e->lru);
+
+	ret = xa_alloc_cyclic(&cache->handles, &e->handle, e,
+			      XA_LIMIT(1, INT_MAX), &cache->next_handle,
+			      GFP_KERNEL);
+	if (ret < 0)
+		goto out_free;
+
+	ret = mmu_interval_notifier_insert(&e->notifier, current->mm, addr,
+					   length, &rv_mr_notifier_ops);
+	if (ret)
+		goto out_erase;
+
+	for (tries = 0; tries < RV_MR_REG_TRIES; tries++) {
+		seq = mmu_interval_read_begin(&e->notifier);
+		mr = ib_reg_user_mr(pd, addr, length, addr,
+				    rv_mr_ib_access(access));
+		if (IS_ERR(mr)) {
+			ret = PTR_ERR(mr);
+			goto out_remove;
+		}
+
+		spin_lock(&cache->lock);
+		if (!mmu_interval_read_retry(&e->notifier, seq)) {
+			struct rv_mr_stats *s = &cache->stats;
+
+			e->mr = mr;
+			e->state = RV_MR_CACHED;
+			interval_tree_insert(&e->it, &cache->tree);
+			s->entries++;
+			s->bytes += length;
+			s->max_entries = max(s->max_entries, s->entries);
+			s->max_bytes = max(s->max_bytes, s->bytes);
+			s->misses++;
+			rv_mr_get_user(cache, e);
+			trace_rv_mr_insert(e);
+			spin_unlock(&cache->lock);
+			return e;
+		}
+		spin_unlock(&cache->lock);
+		/* The pages changed while we pinned them: pin again. */
+		ib_dereg_mr(mr);
+	}
+	ret = -EAGAIN;
+
+out_remove:
+	mmu_interval_notifier_remove(&e->notifier);
+out_erase:
+	spin_lock(&cache->lock);
+	xa_erase(&cache->handles, e->handle);
+	spin_unlock(&cache->lock);
+out_free:
+	kfree(e);
+out_count:
+	spin_lock(&cache->lock);
+	cache->stats.failures++;
+	spin_unlock(&cache->lock);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Every MR command runs under rf->lock, from the attaching process, with
+ * the device's rwsem held for read so the MRs and the PD stay put.
+ */
+static int rv_mr_begin(struct rv_file *rf)
+{
+	struct rv_device *dev;
+	int ret;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	dev = rf->job->dev;
+	down_read(&dev->rwsem);
+	if (dev->removed) {
+		ret = -ENODEV;
+		up_read(&dev->rwsem);
+		goto out_unlock;
+	}
+	return 0;
+
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+static void rv_mr_end(struct rv_file *rf)
+{
+	up_read(&rf->job->dev->rwsem);
+	mutex_unlock(&rf->lock);
+}
+
+/* A range [addr, addr + length) that is not empty and does not wrap. */
+static bool rv_mr_range_ok(u64 addr, u64 length)
+{
+	return length && addr + length > addr;
+}
+
+int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
+{
+	struct rv_mr_cache *cache = &rf->mr_cache;
+	struct rv_reg_mem *cmd = arg;
+	struct rv_mr_entry *e;
+	LIST_HEAD(victims);
+	u32 access;
+	int ret;
+
+	if (cmd->flags || (cmd->access & ~RV_ACCESS_ALL) ||
+	    !rv_mr_range_ok(cmd->addr, cmd->length))
+		return -EINVAL;
+	access = cmd->access;
+	/* Verbs require local write for remote write. */
+	if (access & RV_ACCESS_REMOTE_WRITE)
+		access |= RV_ACCESS_LOCAL_WRITE;
+
+	ret = rv_mr_begin(rf);
+	if (ret)
+		return ret;
+
+	spin_lock(&cache->lock);
+	e = rv_mr_lookup(cache, cmd->addr, cmd->addr + cmd->length - 1,
+			 access);
+	if (e) {
+		rv_mr_get_user(cache, e);
+		cache->stats.hits++;
+		trace_rv_mr_hit(e);
+	}
+	spin_unlock(&cache->lock);
+
+	if (!e) {
+		e = rv_mr_insert(cache, cmd->addr, cmd->length, access);
+		if (IS_ERR(e)) {
+			ret = PTR_ERR(e);
+			goto out_end;
+		}
+	}
+
+	/* ->mr cannot change: we hold a reference and the rwsem. */
+	cmd->handle = e->handle;
+	cmd->lkey = e->mr->lkey;
+	cmd->rkey = e->mr->rkey;
+	cmd->iova = cmd->addr;
+	cmd->region_addr = e->it.start;
+	cmd->region_length = e->length;
+	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+	if (ret) {
+		/* The caller never learnt the handle: take the reference back. */
+		spin_lock(&cache->lock);
+		rv_mr_put_user(cache, e, &victims);
+		spin_unlock(&cache->lock);
+		rv_mr_free_list(cache, &victims);
+	}
+out_end:
+	rv_mr_end(rf);
+	return ret;
+}
+
+int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		     void *arg)
+{
+	struct rv_mr_cache *cache = &rf->mr_cache;
+	struct rv_dereg_mem *cmd = arg;
+	struct rv_mr_entry *e;
+	LIST_HEAD(victims);
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	ret = rv_mr_begin(rf);
+	if (ret)
+		return ret;
+
+	spin_lock(&cache->lock);
+	e = xa_load(&cache->handles, cmd->handle);
+	if (!e || e->state == RV_MR_NEW || e->state == RV_MR_DEAD)
+		ret = -ENOENT;
+	else if (!e->user_refs)
+		ret = -EINVAL;
+	else
+		rv_mr_put_user(cache, e, &victims);
+	spin_unlock(&cache->lock);
+	rv_mr_free_list(cache, &victims);
+
+	rv_mr_end(rf);
+	return ret;
+}
+
+static int rv_evict_check(const struct rv_evict *cmd)
+{
+	if (cmd->flags || cmd->freed_entries || cmd->freed_bytes)
+		return -EINVAL;
+	switch (cmd->mode) {
+	case RV_EVICT_EXACT:
+		if (cmd->access & ~RV_ACCESS_ALL)
+			return -EINVAL;
+		fallthrough;
+	case RV_EVICT_RANGE:
+		if (cmd->target_bytes || cmd->target_entries ||
+		    (cmd->mode == RV_EVICT_RANGE && cmd->access) ||
+		    !rv_mr_range_ok(cmd->addr, cmd->length))
+			return -EINVAL;
+		return 0;
+	case RV_EVICT_AMOUNT:
+		if (cmd->addr || cmd->length || cmd->access ||
+		    (!cmd->target_bytes && !cmd->target_entries))
+			return -EINVAL;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/*
+ * Move the unused entries EVICT selects onto @victims; caller holds
+ * cache->lock.  Overlapping entries are collected before any leaves the
+ * tree, so the tree is not walked while it changes.
+ */
+static int rv_evict_select(struct rv_mr_cache *cache,
+			   const struct rv_evict *cmd,
+			   struct list_head *victims)
+{
+	u64 last = cmd->addr + cmd->length - 1;
+	struct interval_tree_node *node;
+	struct rv_mr_entry *e, *tmp;
+	u64 bytes = 0, entries = 0;
+	u32 access = cmd->access;
+	bool busy = false;
+	LIST_HEAD(chosen);
+
+	if (cmd->mode == RV_EVICT_AMOUNT) {
+		while (!list_empty(&cache->lru) &&
+		       (bytes < cmd->target_bytes ||
+			entries < cmd->target_entries)) {
+			e = list_last_entry(&cache->lru, struct rv_mr_entry,
+					    lru);
+			bytes += e->length;
+			entries++;
+			list_move_tail(&e->lru, &chosen);
+		}
+		goto kill;
+	}
+
+	if (access & RV_ACCESS_REMOTE_WRITE)
+		access |= RV_ACCESS_LOCAL_WRITE;
+	for (node = interval_tree_iter_first(&cache->tree, cmd->addr, last);
+	     node; node = interval_tree_iter_next(node, cmd->addr, last)) {
+		e = container_of(node, struct rv_mr_entry, it);
+		if (cmd->mode == RV_EVICT_EXACT &&
+		    (e->it.start != cmd->addr || e->it.last != last ||
+		     e->access != access))
+			continue;
+		if (rv_mr_in_use(e)) {
+			busy = true;
+			continue;
+		}
+		list_move_tail(&e->lru, &chosen);
+	}
+	if (cmd->mode == RV_EVICT_EXACT && list_empty(&chosen))
+		return busy ? -EBUSY : -ENOENT;
+
+kill:
+	list_for_each_entry_safe(e, tmp, &chosen, lru) {
+		trace_rv_mr_evict(e);
+		cache->stats.evict_request++;
+		rv_mr_kill(cache, e, victims);
+	}
+	return 0;
+}
+
+int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
+{
+	struct rv_mr_cache *cache = &rf->mr_cache;
+	struct rv_evict *cmd = arg;
+	struct rv_mr_entry *e;
+	LIST_HEAD(victims);
+	int ret;
+
+	ret = rv_evict_check(cmd);
+	if (ret)
+		return ret;
+	ret = rv_mr_begin(rf);
+	if (ret)
+		return ret;
+
+	spin_lock(&cache->lock);
+	ret = rv_evict_select(cache, cmd, &victims);
+	spin_unlock(&cache->lock);
+	list_for_each_entry(e, &victims, lru) {
+		cmd->freed_entries++;
+		cmd->freed_bytes += e->length;
+	}
+	rv_mr_free_list(cache, &victims);
+	rv_mr_end(rf);
+
+	if (ret)
+		return ret;
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+}
+
+int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		    void *arg)
+{
+	struct rv_mr_cache *cache = &rf->mr_cache;
+	struct rv_mr_stats *cmd = arg;
+	u32 size = cmd->size;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	/* Figures only: any process holding the file may read them. */
+	mutex_lock(&rf->lock);
+	if (!rf->job) {
+		mutex_unlock(&rf->lock);
+		return -ENOTCONN;
+	}
+	spin_lock(&cache->lock);
+	*cmd = cache->stats;
+	spin_unlock(&cache->lock);
+	mutex_unlock(&rf->lock);
+
+	cmd->size = size;
+	cmd->flags = 0;
+	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+	return ret;
+}

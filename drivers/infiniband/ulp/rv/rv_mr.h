@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rv: the per-file MR cache.  Included by rv.h.
+ */
+#ifndef RV_MR_H
+#define RV_MR_H
+
+#include <linux/interval_tree.h>
+#include <linux/mmu_notifier.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+struct rv_job;
+struct rv_file;
+struct rv_ucmd;
+
+/*
+ * Life of a cache entry:
+ *
+ *   NEW     being registered; in @handles only, invisible to lookups
+ *   CACHED  registered and in the interval tree; on the LRU when unused
+ *   STALE   its memory changed while in use: out of the tree, waiting for
+ *           its last reference
+ *   DEAD    unused and leaving: on @dead (or a caller's private list)
+ *           until it is deregistered and freed
+ */
+enum rv_mr_state {
+	RV_MR_NEW,
+	RV_MR_CACHED,
+	RV_MR_STALE,
+	RV_MR_DEAD,
+};
+
+/**
+ * struct rv_mr_entry - one cached registration
+ * @it: [start, last] in the cache's interval tree while CACHED
+ * @notifier: invalidates the entry when its memory changes
+ * @cache: the cache it belongs to
+ * @mr: the kernel MR; NULL once deregistered (device removal)
+ * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
+ * @length: bytes registered
+ * @handle: id in @cache->handles
+ * @access: RV_ACCESS_* granted, REMOTE_WRITE implying LOCAL_WRITE
+ * @state: see enum rv_mr_state
+ * @user_refs: REG_MEM references not yet dropped by DEREG_MEM
+ * @io_refs: references of I/O in flight
+ *
+ * Everything but @notifier, @length, @handle and @access (constant after
+ * creation) is protected by @cache->lock.
+ */
+struct rv_mr_entry {
+	struct interval_tree_node it;
+	struct mmu_interval_notifier notifier;
+	struct rv_mr_cache *cache;
+	struct ib_mr *mr;
+	struct list_head lru;
+	u64 length;
+	u32 handle;
+	u32 access;
+	enum rv_mr_state state;
+	u32 user_refs;
+	u32 io_refs;
+};
+
+/**
+ * struct rv_mr_cache - the MR cache of one file
+ * @lock: protects @tree, @lru, @dead, @closing, @stats and the entries'
+ *	mutable fields; a spinlock because the MMU notifier takes it from
+ *	contexts that cannot sleep.  Stores to @handles happen under it too,
+ *	so a lookup under @lock sees a consistent entry.
+ * @tree: CACHED entries by address range
+ * @lru: CACHED entries nobody uses, most recently used first
+ * @dead: entries invalidated by the notifier, for @free_work to free
+ * @handles: handle -> entry for every entry not yet freed
+ * @free_work: deregisters @dead outside the notifier (and mmap_lock)
+ * @closing: the file is closing; @free_work must not be queued again
+ * @job: the file's job, set at ATTACH; its device's rwsem is held (read)
+ *	around every ib_reg_user_mr()/ib_dereg_mr() so device removal sees
+ *	each MR either registered in @handles or gone
+ * @stats: the figures MR_STATS reports (size and flags unused)
+ *
+ * Lock order: rv_file.lock -> rv_device.rwsem -> @lock -> @handles' lock.
+ * The MMU notifier takes only @lock (it runs under mmap_lock and other
+ * mm locks, so nothing that can wait on those may be held with @lock).
+ */
+struct rv_mr_cache {
+	spinlock_t lock; /* see above */
+	struct rb_root_cached tree;
+	struct list_head lru;
+	struct list_head dead;
+	struct xarray handles;
+	u32 next_handle;
+	struct work_struct free_work;
+	bool closing;
+	struct rv_job *job;
+	struct rv_mr_stats stats;
+};
+
+void rv_mr_cache_init(struct rv_mr_cache *cache);
+void rv_mr_cache_start(struct rv_mr_cache *cache, struct rv_job *job,
+		       u64 limit);
+void rv_mr_cache_teardown(struct rv_mr_cache *cache);
+void rv_mr_cache_release_ib(struct rv_mr_cache *cache);
+
+int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
+int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		     void *arg);
+int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
+int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		    void *arg);
+
+#endif /* RV_MR_H */

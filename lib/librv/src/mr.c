@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The MR cache commands: thin wrappers that fill in the size/flags header.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include <rv/librv.h>
+#include "librv_internal.h"
+
+int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
+	       unsigned int access, struct rv_reg_mem *out)
+{
+	struct rv_reg_mem cmd;
+	int ret;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.size = sizeof(cmd);
+	cmd.addr = (uintptr_t)addr;
+	cmd.length = length;
+	cmd.access = access;
+	ret = rv_ioctl(rv, RV_IOCTL_REG_MEM, &cmd);
+	if (ret)
+		return ret;
+	if (out)
+		*out = cmd;
+	/* Handles are 1..INT_MAX. */
+	return (int)cmd.handle;
+}
+
+int rv_dereg_mem(struct rv *rv, unsigned int handle)
+{
+	struct rv_dereg_mem cmd;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.size = sizeof(cmd);
+	cmd.handle = handle;
+	return rv_ioctl(rv, RV_IOCTL_DEREG_MEM, &cmd);
+}
+
+int rv_evict(struct rv *rv, struct rv_evict *e)
+{
+	if (!e)
+		return -EINVAL;
+	e->size = sizeof(*e);
+	e->freed_entries = 0;
+	e->freed_bytes = 0;
+	return rv_ioctl(rv, RV_IOCTL_EVICT, e);
+}
+
+int rv_mr_stats(struct rv *rv, struct rv_mr_stats *s)
+{
+	if (!s)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->size = sizeof(*s);
+	return rv_ioctl(rv, RV_IOCTL_MR_STATS, s);
+}
