@@ -321,6 +321,31 @@ static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
 	return 0;
 }
 
+/*
+ * Pinning is also bounded by RLIMIT_MEMLOCK, which the cache's own unused
+ * entries may be using up: evict at least @length bytes of them, LRU
+ * first.  Caller holds the device's rwsem for read, not cache->lock.
+ * Returns whether anything was freed.
+ */
+static bool rv_mr_reclaim(struct rv_mr_cache *cache, u64 length)
+{
+	struct rv_mr_entry *e;
+	LIST_HEAD(victims);
+	u64 freed = 0;
+
+	spin_lock(&cache->lock);
+	while (freed < length && !list_empty(&cache->lru)) {
+		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
+		trace_rv_mr_evict(e);
+		cache->stats.evict_pressure++;
+		freed += e->length;
+		rv_mr_kill(cache, e, &victims);
+	}
+	spin_unlock(&cache->lock);
+	rv_mr_free_list(cache, &victims);
+	return freed;
+}
+
 static int rv_mr_ib_access(u32 access)
 {
 	int ib_access = 0;
@@ -344,6 +369,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 					u64 length, u32 access)
 {
 	struct ib_pd *pd = cache->job->pd;
+	bool reclaimed = false;
 	struct rv_mr_entry *e;
 	unsigned long seq;
 	LIST_HEAD(victims);
@@ -388,6 +414,11 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 				    rv_mr_ib_access(access));
 		if (IS_ERR(mr)) {
 			ret = PTR_ERR(mr);
+			if (ret == -ENOMEM && !reclaimed &&
+			    rv_mr_reclaim(cache, length)) {
+				reclaimed = true;
+				continue;
+			}
 			goto out_remove;
 		}
 

@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * MR cache tests: hits and misses, LRU eviction under the byte limit,
+ * EVICT, ownership, RLIMIT_MEMLOCK, and coherence with munmap, mremap,
+ * madvise, brk and exit.  Needs /dev/rv and an RDMA device ($RV_IBDEV).
+ *
+ * Pinning is observed through VmPin in /proc/self/status, which is the
+ * mm's pinned_vm that ib_umem_get() charges and releases.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "rv_test_util.h"
+
+#define KiB (1024UL)
+#define MiB (1024UL * 1024)
+
+#define ACC_LW RV_ACCESS_LOCAL_WRITE
+#define ACC_RW RV_ACCESS_REMOTE_WRITE
+#define ACC_RR RV_ACCESS_REMOTE_READ
+
+/* Pinned memory of this process in kB, or -1. */
+static long vm_pin_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Unpinning after an invalidation is deferred to a work item: wait (at
+ * most 5 s) for VmPin to reach @kb.  Returns the last value read.
+ */
+static long wait_vm_pin_kb(long kb)
+{
+	long now = -1;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		now = vm_pin_kb();
+		if (now == kb)
+			break;
+		usleep(10000);
+	}
+	return now;
+}
+
+/*
+ * Pages pinned system-wide right now: FOLL_PIN pins taken minus released,
+ * from /proc/vmstat (counted in pages, whoever pinned them).  -1 if the
+ * counters are missing.
+ */
+static long pinned_pages_now(void)
+{
+	long acquired = -1, released = -1, v;
+	char line[256], name[64];
+	FILE *f;
+
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %ld", name, &v) != 2)
+			continue;
+		if (!strcmp(name, "nr_foll_pin_acquired"))
+			acquired = v;
+		else if (!strcmp(name, "nr_foll_pin_released"))
+			released = v;
+	}
+	fclose(f);
+	return acquired < 0 || released < 0 ? -1 : acquired - released;
+}
+
+static void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	/*
+	 * Small pages only: splitting a transparent huge page sends an
+	 * invalidation for the whole huge page, which would invalidate
+	 * entries next to the range a test touches (correct, but it makes
+	 * the counts depend on where the kernel placed the mapping).
+	 */
+	madvise(p, len, MADV_NOHUGEPAGE);
+	memset(p, 0xa5, len);
+	return p;
+}
+
+/* Open and attach a file with an MR cache limit of @limit bytes. */
+static int open_attached(struct rv **rvp, uint64_t limit)
+{
+	struct rv_attach a;
+	int idx, ret;
+
+	ret = rv_open(rvp, 0);
+	if (ret)
+		return ret;
+	idx = rv_device_index(rv_test_ibdev());
+	if (idx < 0) {
+		rv_close(*rvp);
+		return idx;
+	}
+	rv_attach_init(&a, (uint32_t)idx, 8);
+	a.mr_cache_bytes = limit;
+	ret = rv_attach(*rvp, &a);
+	if (ret < 0) {
+		rv_close(*rvp);
+		return ret;
+	}
+	return 0;
+}
+
+static struct rv_mr_stats stats_of(struct rv *rv)
+{
+	struct rv_mr_stats s;
+
+	if (rv_mr_stats(rv, &s))
+		memset(&s, 0xff, sizeof(s));
+	return s;
+}
+
+FIXTURE(mr) {
+	struct rv *rv;
+	char *buf;
+	size_t buf_len;
+};
+
+FIXTURE_SETUP(mr)
+{
+	int ret;
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	ret = open_attached(&self->rv, 16 * MiB);
+	if (ret == -ENODEV)
+		SKIP(return, "no RDMA device %s", rv_test_ibdev());
+	ASSERT_EQ(0, ret);
+	self->buf_len = 4 * MiB;
+	self->buf = map_anon(self->buf_len);
+	ASSERT_NE(NULL, self->buf);
+}
+
+FIXTURE_TEARDOWN(mr)
+{
+	if (self->buf)
+		munmap(self->buf, self->buf_len);
+	rv_close(self->rv);
+}
+
+TEST_F(mr, hit_and_miss)
+{
+	struct rv_reg_mem r1, r2;
+	struct rv_mr_stats s;
+	int h1, h2;
+
+	h1 = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, &r1);
+	ASSERT_GT(h1, 0);
+	EXPECT_EQ((uintptr_t)self->buf, r1.iova);
+	EXPECT_EQ((uintptr_t)self->buf, r1.region_addr);
+	EXPECT_EQ(64 * KiB, r1.region_length);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
+
+	h2 = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, &r2);
+	EXPECT_EQ(h1, h2);
+	EXPECT_EQ(r1.lkey, r2.lkey);
+	EXPECT_EQ(r1.rkey, r2.rkey);
+
+	s = stats_of(self->rv);
+	EXPECT_EQ(1, s.misses);
+	EXPECT_EQ(1, s.hits);
+	EXPECT_EQ(1, s.entries);
+	EXPECT_EQ(64 * KiB, s.bytes);
+	EXPECT_EQ(1, s.in_use_entries);
+	EXPECT_EQ(64 * KiB, s.in_use_bytes);
+	EXPECT_EQ(16 * MiB, s.limit_bytes);
+	EXPECT_EQ(0, s.failures);
+	EXPECT_EQ(64, vm_pin_kb());
+
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h2));
+	s = stats_of(self->rv);
+	EXPECT_EQ(0, s.in_use_entries);
+	EXPECT_EQ(1, s.entries);
+	EXPECT_EQ(1, s.max_in_use_entries);
+}
+
+/* A request inside a cached region is a hit on that region. */
+TEST_F(mr, subrange_hit)
+{
+	struct rv_reg_mem r;
+	int h, hs;
+
+	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, &r);
+	ASSERT_GT(h, 0);
+	hs = rv_reg_mem(self->rv, self->buf + 4096 + 17, 100 * KiB, ACC_LW,
+			&r);
+	EXPECT_EQ(h, hs);
+	EXPECT_EQ((uintptr_t)self->buf + 4096 + 17, r.iova);
+	EXPECT_EQ((uintptr_t)self->buf, r.region_addr);
+	EXPECT_EQ(1 * MiB, r.region_length);
+	/* Crossing the end of the region is not inside it. */
+	hs = rv_reg_mem(self->rv, self->buf + 1 * MiB - 4096, 8192, ACC_LW,
+			NULL);
+	EXPECT_GT(hs, 0);
+	EXPECT_NE(h, hs);
+	EXPECT_EQ(1, stats_of(self->rv).hits);
+	EXPECT_EQ(2, stats_of(self->rv).misses);
+}
+
+/* Access is part of the key: a weaker entry does not serve a stronger one. */
+TEST_F(mr, access_distinct)
+{
+	int hl, hr, hw;
+
+	hl = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, NULL);
+	hr = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR, NULL);
+	ASSERT_GT(hl, 0);
+	ASSERT_GT(hr, 0);
+	EXPECT_NE(hl, hr);
+	hw = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_RW, NULL);
+	ASSERT_GT(hw, 0);
+	EXPECT_NE(hl, hw);
+	EXPECT_NE(hr, hw);
+	EXPECT_EQ(3, stats_of(self->rv).misses);
+	/* Remote read plus local write: none of the three has both. */
+	EXPECT_GT(rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR | ACC_LW,
+			     NULL), 0);
+	EXPECT_EQ(4, stats_of(self->rv).misses);
+	/* No access at all is served by any entry. */
+	EXPECT_GT(rv_reg_mem(self->rv, self->buf, 4 * KiB, 0, NULL), 0);
+	EXPECT_EQ(1, stats_of(self->rv).hits);
+}
+
+TEST_F(mr, bad_args)
+{
+	struct rv_reg_mem r;
+	int h;
+
+	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, self->buf, 0, ACC_LW, NULL));
+	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, self->buf, 4096, 1U << 3,
+				      NULL));
+	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, (void *)~0UL, 4096, ACC_LW,
+				      NULL));
+	/* Unmapped memory is not registered and nothing is cached. */
+	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, (void *)4096, 4096, ACC_LW,
+				      NULL));
+	/* Unknown flags, through the raw ioctl. */
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.flags = 1;
+	r.addr = (uintptr_t)self->buf;
+	r.length = 4096;
+	EXPECT_EQ(-EINVAL, rv_ioc(rv_fd(self->rv), RV_IOCTL_REG_MEM, &r));
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(1, stats_of(self->rv).failures);
+
+	h = rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h));	/* double dereg */
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, 0));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h + 1000));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, ~0U));
+}
+
+/* Handles are per file: another file's handle names nothing here. */
+TEST_F(mr, foreign_handle)
+{
+	struct rv *other;
+	int h, ho;
+
+	ASSERT_EQ(0, open_attached(&other, 16 * MiB));
+	h = rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(other, h));
+	ho = rv_reg_mem(other, self->buf, 4096, ACC_LW, NULL);
+	ASSERT_GT(ho, 0);
+	EXPECT_EQ(0, rv_dereg_mem(other, ho));
+	EXPECT_EQ(-EINVAL, rv_dereg_mem(other, ho));
+	/* ...and this file's reference is untouched. */
+	EXPECT_EQ(1, stats_of(self->rv).in_use_entries);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	rv_close(other);
+}
+
+TEST(not_attached)
+{
+	struct rv_mr_stats s;
+	struct rv *rv;
+	char page[4096];
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	ASSERT_EQ(0, rv_open(&rv, 0));
+	EXPECT_EQ(-ENOTCONN, rv_reg_mem(rv, page, sizeof(page), 0, NULL));
+	EXPECT_EQ(-ENOTCONN, rv_dereg_mem(rv, 1));
+	EXPECT_EQ(-ENOTCONN, rv_mr_stats(rv, &s));
+	rv_close(rv);
+}
+
+/* munmap + mmap at the same address: the stale entry is never returned. */
+TEST_F(mr, munmap_invalidates)
+{
+	struct rv_reg_mem r1, r2;
+	struct rv_mr_stats s;
+	char *p, *q;
+	int h1, h2;
+
+	p = map_anon(1 * MiB);
+	ASSERT_NE(NULL, p);
+	h1 = rv_reg_mem(self->rv, p, 1 * MiB, ACC_RW, &r1);
+	ASSERT_GT(h1, 0);
+	EXPECT_EQ(1024, vm_pin_kb());
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
+
+	ASSERT_EQ(0, munmap(p, 1 * MiB));
+	s = stats_of(self->rv);
+	EXPECT_EQ(1, s.invalidations);
+	EXPECT_EQ(0, s.entries);
+	/* The unused entry is deregistered and its pages unpinned. */
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h1));
+
+	q = mmap(p, 1 * MiB, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ(p, q);
+	memset(q, 0x5a, 1 * MiB);
+	h2 = rv_reg_mem(self->rv, q, 1 * MiB, ACC_RW, &r2);
+	ASSERT_GT(h2, 0);
+	EXPECT_NE(h1, h2);
+	s = stats_of(self->rv);
+	EXPECT_EQ(2, s.misses);
+	EXPECT_EQ(0, s.hits);
+	EXPECT_EQ(1024, vm_pin_kb());
+	munmap(q, 1 * MiB);
+	EXPECT_EQ(2, stats_of(self->rv).invalidations);
+}
+
+/* An entry in use when unmapped stays pinned until its last DEREG_MEM. */
+TEST_F(mr, munmap_in_use)
+{
+	struct rv_mr_stats s;
+	char *p;
+	int h1, h2;
+
+	p = map_anon(256 * KiB);
+	ASSERT_NE(NULL, p);
+	h1 = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
+	ASSERT_GT(h1, 0);
+	ASSERT_EQ(0, munmap(p, 256 * KiB));
+	s = stats_of(self->rv);
+	EXPECT_EQ(1, s.invalidations);
+	EXPECT_EQ(1, s.in_use_entries);
+	EXPECT_EQ(256, vm_pin_kb());
+
+	/* Same address, new pages: a miss, not the stale entry. */
+	ASSERT_EQ(p, mmap(p, 256 * KiB, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			  -1, 0));
+	h2 = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
+	ASSERT_GT(h2, 0);
+	EXPECT_NE(h1, h2);
+	EXPECT_EQ(512, vm_pin_kb());
+
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
+	EXPECT_EQ(256, vm_pin_kb());
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h1));
+	EXPECT_EQ(1, stats_of(self->rv).entries);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h2));
+	munmap(p, 256 * KiB);
+}
+
+TEST_F(mr, mremap_invalidates)
+{
+	char *p, *q;
+	int h;
+
+	p = map_anon(1 * MiB);
+	ASSERT_NE(NULL, p);
+	h = rv_reg_mem(self->rv, p, 1 * MiB, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	/* Move it elsewhere: the old range is gone. */
+	q = map_anon(2 * MiB);
+	ASSERT_NE(NULL, q);
+	ASSERT_EQ(q, mremap(p, 1 * MiB, 2 * MiB, MREMAP_MAYMOVE | MREMAP_FIXED,
+			    q));
+	EXPECT_EQ(1, stats_of(self->rv).invalidations);
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+	h = rv_reg_mem(self->rv, q, 1 * MiB, ACC_LW, NULL);
+	EXPECT_GT(h, 0);
+	EXPECT_EQ(2, stats_of(self->rv).misses);
+	munmap(q, 2 * MiB);
+}
+
+TEST_F(mr, madvise_invalidates)
+{
+	static const int advice[] = { MADV_DONTNEED, MADV_FREE };
+	unsigned int i;
+	char *other;
+	int h;
+
+	for (i = 0; i < 2; i++) {
+		h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
+		ASSERT_GT(h, 0);
+		EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+		/* Only the last page: any overlap invalidates. */
+		ASSERT_EQ(0, madvise(self->buf + 1 * MiB - 4096, 4096,
+				     advice[i]));
+		EXPECT_EQ(i + 1, stats_of(self->rv).invalidations);
+		EXPECT_EQ(0, stats_of(self->rv).entries);
+		memset(self->buf, 1, 1 * MiB);
+	}
+	EXPECT_EQ(2, stats_of(self->rv).misses);
+	/*
+	 * An madvise elsewhere leaves the entry alone.  (Elsewhere means
+	 * another mapping: within one, the kernel may widen a range to a
+	 * huge page it splits.)
+	 */
+	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	other = map_anon(64 * KiB);
+	ASSERT_NE(NULL, other);
+	ASSERT_EQ(0, madvise(other, 4096, MADV_DONTNEED));
+	munmap(other, 64 * KiB);
+	EXPECT_EQ(2, stats_of(self->rv).invalidations);
+
+	/*
+	 * mprotect keeps the pinned pages where they are.  It covers the
+	 * whole mapping: splitting a mapping may clear a huge page's worth
+	 * of page tables around the split, which invalidates conservatively.
+	 */
+	other = map_anon(1 * MiB);
+	ASSERT_NE(NULL, other);
+	h = rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	ASSERT_EQ(0, mprotect(other, 1 * MiB, PROT_READ));
+	EXPECT_EQ(2, stats_of(self->rv).invalidations);
+	EXPECT_EQ(h, rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL));
+	munmap(other, 1 * MiB);
+	EXPECT_EQ(3, stats_of(self->rv).invalidations);
+}
+
+TEST_F(mr, brk_shrink_invalidates)
+{
+	char *top, *p;
+	int h;
+
+	/* Page-align the break, then grow it by 256 KiB we own. */
+	top = sbrk(0);
+	ASSERT_NE((void *)-1, sbrk((intptr_t)((-(uintptr_t)top) & 4095)));
+	p = sbrk(256 * KiB);
+	ASSERT_NE((void *)-1, p);
+	memset(p, 3, 256 * KiB);
+	h = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	ASSERT_NE((void *)-1, sbrk(-(intptr_t)(128 * KiB)));
+	EXPECT_EQ(1, stats_of(self->rv).invalidations);
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+}
+
+/* A forked child shares the file but not the mm: it may not use it. */
+TEST_F(mr, fork_child_denied)
+{
+	int h, status;
+	pid_t pid;
+
+	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL);
+	ASSERT_GT(h, 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct rv_evict e = { .mode = RV_EVICT_AMOUNT,
+				      .target_entries = 100 };
+		int bad = 0;
+
+		bad |= rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL) !=
+		       -EPERM;
+		bad |= (rv_dereg_mem(self->rv, h) != -EPERM) << 1;
+		bad |= (rv_evict(self->rv, &e) != -EPERM) << 2;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+
+	/* The parent's entry survived the fork and the child's exit. */
+	EXPECT_EQ(h, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL));
+	EXPECT_EQ(0, stats_of(self->rv).invalidations);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h));
+}
+
+/* LRU eviction under the byte limit: least recently used goes first. */
+TEST(lru_order)
+{
+	struct rv_mr_stats s;
+	struct rv *rv;
+	char *buf;
+	int h[6], i, ret;
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	ret = open_attached(&rv, 4 * MiB);
+	if (ret == -ENODEV)
+		SKIP(return, "no RDMA device");
+	ASSERT_EQ(0, ret);
+	buf = map_anon(6 * MiB);
+	ASSERT_NE(NULL, buf);
+
+	/* A B C D fill the cache; use order afterwards: A D C B (B oldest). */
+	for (i = 0; i < 4; i++) {
+		h[i] = rv_reg_mem(rv, buf + i * MiB, 1 * MiB, ACC_LW, NULL);
+		ASSERT_GT(h[i], 0);
+	}
+	EXPECT_EQ(0, rv_dereg_mem(rv, h[1]));
+	EXPECT_EQ(0, rv_dereg_mem(rv, h[2]));
+	EXPECT_EQ(0, rv_dereg_mem(rv, h[3]));
+	EXPECT_EQ(0, rv_dereg_mem(rv, h[0]));
+
+	/* E needs room: B goes. */
+	h[4] = rv_reg_mem(rv, buf + 4 * MiB, 1 * MiB, ACC_LW, NULL);
+	ASSERT_GT(h[4], 0);
+	s = stats_of(rv);
+	EXPECT_EQ(1, s.evict_pressure);
+	EXPECT_EQ(4, s.entries);
+	EXPECT_EQ(4 * MiB, s.bytes);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(rv, h[1]));
+	EXPECT_EQ(-EINVAL, rv_dereg_mem(rv, h[2]));	/* C still cached */
+
+	/* F: C goes next, then (G) D; A, used last, stays. */
+	h[5] = rv_reg_mem(rv, buf + 5 * MiB, 1 * MiB, ACC_LW, NULL);
+	ASSERT_GT(h[5], 0);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(rv, h[2]));
+	EXPECT_GT(rv_reg_mem(rv, buf + 1 * MiB, 1 * MiB, ACC_LW, NULL), 0);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(rv, h[3]));
+	EXPECT_EQ(h[0], rv_reg_mem(rv, buf, 1 * MiB, ACC_LW, NULL));
+	s = stats_of(rv);
+	EXPECT_EQ(3, s.evict_pressure);
+	EXPECT_EQ(1, s.hits);
+	EXPECT_EQ(4 * MiB, s.max_bytes);
+
+	/* Everything in use (A E F B'): no room, nothing evicted. */
+	EXPECT_EQ(-ENOSPC, rv_reg_mem(rv, buf + 3 * MiB, 4096, ACC_LW, NULL));
+	EXPECT_EQ(-ENOSPC, rv_reg_mem(rv, buf, 5 * MiB, ACC_LW, NULL));
+	s = stats_of(rv);
+	EXPECT_EQ(3, s.evict_pressure);
+	EXPECT_EQ(4, s.in_use_entries);
+	EXPECT_EQ(2, s.failures);
+	EXPECT_EQ(4096, vm_pin_kb());
+
+	rv_close(rv);
+	/* Closing the file unpins everything. */
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+	munmap(buf, 6 * MiB);
+}
+
+static int evict(struct rv *rv, uint32_t mode, void *addr, uint64_t len,
+		 uint32_t access, uint64_t bytes, uint32_t entries,
+		 struct rv_evict *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->mode = mode;
+	out->addr = (uintptr_t)addr;
+	out->length = len;
+	out->access = access;
+	out->target_bytes = bytes;
+	out->target_entries = entries;
+	return rv_evict(rv, out);
+}
+
+TEST_F(mr, evict_modes)
+{
+	char *b = self->buf;
+	struct rv_evict e;
+	int h[8], i;
+
+	/* Eight 64 KiB entries, unused, used in order 0..7 (0 oldest). */
+	for (i = 0; i < 8; i++) {
+		h[i] = rv_reg_mem(self->rv, b + i * 128 * KiB, 64 * KiB,
+				  ACC_LW, NULL);
+		ASSERT_GT(h[i], 0);
+	}
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ(0, rv_dereg_mem(self->rv, h[i]));
+
+	/* EXACT: range and access must match exactly. */
+	EXPECT_EQ(-ENOENT, evict(self->rv, RV_EVICT_EXACT, b, 32 * KiB,
+				 ACC_LW, 0, 0, &e));
+	EXPECT_EQ(-ENOENT, evict(self->rv, RV_EVICT_EXACT, b, 64 * KiB,
+				 ACC_RR, 0, 0, &e));
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_EXACT, b, 64 * KiB, ACC_LW, 0,
+			   0, &e));
+	EXPECT_EQ(1, e.freed_entries);
+	EXPECT_EQ(64 * KiB, e.freed_bytes);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[0]));
+
+	/* In use: EXACT says EBUSY, RANGE skips it. */
+	EXPECT_EQ(h[1], rv_reg_mem(self->rv, b + 128 * KiB, 64 * KiB, ACC_LW,
+				   NULL));
+	EXPECT_EQ(-EBUSY, evict(self->rv, RV_EVICT_EXACT, b + 128 * KiB,
+				64 * KiB, ACC_LW, 0, 0, &e));
+	/* RANGE over entries 1..3, touching 3 by one byte. */
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, b + 100 * KiB,
+			   256 * KiB + 28 * KiB + 1, 0, 0, 0, &e));
+	EXPECT_EQ(2, e.freed_entries);
+	EXPECT_EQ(128 * KiB, e.freed_bytes);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h[1]));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[2]));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[3]));
+
+	/* AMOUNT: LRU order is 4 5 6 7 1 (4 oldest). */
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 0, 2, &e));
+	EXPECT_EQ(2, e.freed_entries);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[4]));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[5]));
+	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h[6]));
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 65 * KiB, 0,
+			   &e));
+	EXPECT_EQ(2, e.freed_entries);
+	EXPECT_EQ(128 * KiB, e.freed_bytes);
+	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h[1]));
+	/* More than there is: frees what is left, no error. */
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 1UL << 40,
+			   0, &e));
+	EXPECT_EQ(1, e.freed_entries);
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(8, stats_of(self->rv).evict_request);
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+
+	/* Fields a mode does not use must be 0. */
+	EXPECT_EQ(-EINVAL, evict(self->rv, 3, b, 4096, 0, 0, 0, &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_EXACT, b, 0, 0, 0, 0, &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_EXACT, b, 4096, 0, 1, 0,
+				 &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_RANGE, b, 4096, ACC_LW, 0,
+				 0, &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_RANGE, (void *)~0UL, 2, 0,
+				 0, 0, &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 0, 0,
+				 &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_AMOUNT, b, 0, 0, 1, 0,
+				 &e));
+}
+
+/* Drop CAP_IPC_LOCK from the effective set so RLIMIT_MEMLOCK applies. */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	return 0;
+}
+
+TEST_F(mr, memlock_limit)
+{
+	struct rlimit rl = { 512 * KiB, 512 * KiB };
+	struct rv_mr_stats s;
+	int h;
+
+	ASSERT_EQ(0, drop_ipc_lock());
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW,
+				      NULL));
+	s = stats_of(self->rv);
+	EXPECT_EQ(0, s.entries);
+	EXPECT_EQ(0, s.bytes);
+	EXPECT_EQ(1, s.failures);
+	EXPECT_EQ(0, vm_pin_kb());
+
+	/* Within the limit it works, and the limit counts what is pinned. */
+	h = rv_reg_mem(self->rv, self->buf, 256 * KiB, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf + 1 * MiB,
+				      384 * KiB, ACC_LW, NULL));
+	EXPECT_EQ(256, vm_pin_kb());
+	/* Unused entries give way when the rlimit is what stops pinning. */
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_GT(rv_reg_mem(self->rv, self->buf + 1 * MiB, 384 * KiB, ACC_LW,
+			     NULL), 0);
+	s = stats_of(self->rv);
+	EXPECT_EQ(1, s.evict_pressure);
+	EXPECT_EQ(1, s.entries);
+	EXPECT_EQ(384, vm_pin_kb());
+}
+
+/* Thousands of register/evict cycles: keys are recycled, nothing fails. */
+TEST_F(mr, many_cycles)
+{
+	struct rv_reg_mem r;
+	struct rv_evict e;
+	int i, h;
+
+	for (i = 0; i < 3000; i++) {
+		char *p = self->buf + (i % 64) * 64 * KiB;
+
+		h = rv_reg_mem(self->rv, p, 4 * KiB + (i % 7) * 4096,
+			       i & 1 ? ACC_RW : ACC_LW, &r);
+		ASSERT_GT(h, 0) TH_LOG("cycle %d: %s", i, strerror(-h));
+		ASSERT_EQ(0, rv_dereg_mem(self->rv, h));
+		ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, p, 1, 0, 0, 0,
+				   &e));
+		ASSERT_EQ(1, e.freed_entries);
+	}
+	EXPECT_EQ(3000, stats_of(self->rv).misses);
+	EXPECT_EQ(0, stats_of(self->rv).failures);
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+}
+
+/*
+ * Exit with live entries (never deregistered, never closed): every pinned
+ * page comes back.  Pins are counted system-wide by /proc/vmstat, so the
+ * child's 32 MiB must show up there and go away after it exits.
+ */
+TEST(exit_releases_pins)
+{
+	const long pages = 32 * MiB / 4096;
+	long before, during, after = -1;
+	int pfd[2], status, i;
+	pid_t pid;
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	before = pinned_pages_now();
+	if (before < 0)
+		SKIP(return, "no nr_foll_pin_* in /proc/vmstat");
+	ASSERT_EQ(0, pipe(pfd));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct rv *rv;
+		long now;
+		char *p;
+
+		if (open_attached(&rv, 64 * MiB))
+			_exit(2);
+		p = map_anon(pages * 4096);
+		if (!p)
+			_exit(3);
+		/* Two entries in use and one unused. */
+		if (rv_reg_mem(rv, p, pages * 2048, ACC_RW, NULL) <= 0 ||
+		    rv_reg_mem(rv, p + pages * 2048, pages * 1024, ACC_LW,
+			       NULL) <= 0)
+			_exit(4);
+		i = rv_reg_mem(rv, p + pages * 3072, pages * 1024, ACC_LW,
+			       NULL);
+		if (i <= 0 || rv_dereg_mem(rv, i))
+			_exit(5);
+		now = pinned_pages_now();
+		if (write(pfd[1], &now, sizeof(now)) != sizeof(now))
+			_exit(6);
+		_exit(0);
+	}
+	close(pfd[1]);
+	ASSERT_EQ(sizeof(during), read(pfd[0], &during, sizeof(during)));
+	close(pfd[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/* vmstat folds per-CPU deltas lazily: allow a few pages of slack. */
+	EXPECT_GE(during - before, pages - pages / 16);
+
+	for (i = 0; i < 50; i++) {
+		after = pinned_pages_now();
+		if (after <= before)
+			break;
+		usleep(100000);
+	}
+	TH_LOG("pinned pages: %ld before, %ld in the child, %ld after it exited",
+	       before, during, after);
+	EXPECT_LT(after, before + pages / 16);
+}
+
+/*
+ * Four threads register and deregister ranges of a region while a fifth
+ * unmaps and maps them back, for RV_MR_STRESS_SECONDS (default 30).
+ * Registration may fail with EFAULT (caught unmapped) or EAGAIN (changed
+ * while pinning) only; afterwards nothing stays pinned.
+ */
+#define STRESS_CHUNKS 16
+#define STRESS_CHUNK (64 * KiB)
+
+struct stress {
+	struct rv *rv;
+	char *base;
+	atomic_bool stop;
+	atomic_long regs, faults, bad;
+	atomic_long bad_errno;
+};
+
+static void *stress_reg(void *arg)
+{
+	struct stress *st = arg;
+	unsigned int seed = (unsigned int)(uintptr_t)&seed;
+
+	while (!atomic_load(&st->stop)) {
+		unsigned int c = rand_r(&seed) % STRESS_CHUNKS;
+		size_t off = (rand_r(&seed) % 16) * 4096;
+		size_t len = 4096 * (1 + rand_r(&seed) % 16);
+		int h;
+
+		if (off + len > STRESS_CHUNK)
+			len = STRESS_CHUNK - off;
+		h = rv_reg_mem(st->rv, st->base + c * STRESS_CHUNK + off, len,
+			       rand_r(&seed) & 1 ? ACC_RW : ACC_LW, NULL);
+		if (h > 0) {
+			atomic_fetch_add(&st->regs, 1);
+			if (rv_dereg_mem(st->rv, h)) {
+				atomic_fetch_add(&st->bad, 1);
+				atomic_store(&st->bad_errno, 1000);
+			}
+		} else if (h == -EFAULT || h == -EAGAIN) {
+			atomic_fetch_add(&st->faults, 1);
+		} else {
+			atomic_fetch_add(&st->bad, 1);
+			atomic_store(&st->bad_errno, -h);
+		}
+	}
+	return NULL;
+}
+
+static void *stress_unmap(void *arg)
+{
+	struct stress *st = arg;
+	unsigned int seed = 42;
+
+	while (!atomic_load(&st->stop)) {
+		char *p = st->base + (rand_r(&seed) % STRESS_CHUNKS) *
+				     STRESS_CHUNK;
+
+		if (munmap(p, STRESS_CHUNK) ||
+		    mmap(p, STRESS_CHUNK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != p) {
+			atomic_fetch_add(&st->bad, 1);
+			atomic_store(&st->bad_errno, errno);
+			break;
+		}
+		memset(p, 7, STRESS_CHUNK);
+		usleep(500);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(mr, register_vs_munmap, 120)
+{
+	const char *env = getenv("RV_MR_STRESS_SECONDS");
+	int seconds = env ? atoi(env) : 30;
+	struct stress st = { .rv = self->rv, .base = self->buf };
+	pthread_t tid[5];
+	struct rv_evict e;
+	struct rv_mr_stats s;
+	int i;
+
+	ASSERT_GE(self->buf_len, STRESS_CHUNKS * STRESS_CHUNK);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, stress_reg, &st));
+	ASSERT_EQ(0, pthread_create(&tid[4], NULL, stress_unmap, &st));
+	sleep(seconds);
+	atomic_store(&st.stop, true);
+	for (i = 0; i < 5; i++)
+		pthread_join(tid[i], NULL);
+
+	s = stats_of(self->rv);
+	TH_LOG("%ld registrations, %ld EFAULT/EAGAIN, %llu hits, %llu misses, %llu invalidations",
+	       atomic_load(&st.regs), atomic_load(&st.faults),
+	       (unsigned long long)s.hits, (unsigned long long)s.misses,
+	       (unsigned long long)s.invalidations);
+	EXPECT_EQ(0, atomic_load(&st.bad)) TH_LOG("errno %ld",
+						    atomic_load(&st.bad_errno));
+	EXPECT_GT(atomic_load(&st.regs), 100);
+	EXPECT_GT(s.invalidations, 10);
+	EXPECT_EQ(0, s.in_use_entries);
+
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 1UL << 40,
+			   0, &e));
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(0, wait_vm_pin_kb(0));
+}
+
+TEST_HARNESS_MAIN
