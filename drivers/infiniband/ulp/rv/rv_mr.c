@@ -462,9 +462,11 @@ out_count:
 
 /*
  * Every MR command runs under rf->lock, from the attaching process, with
- * the device's rwsem held for read so the MRs and the PD stay put.
+ * the device's rwsem held for read so the MRs and the PD stay put.  Only
+ * registering needs the device: dropping references and evicting still
+ * work after it is removed (its MRs are already gone).
  */
-static int rv_mr_begin(struct rv_file *rf)
+static int rv_mr_begin(struct rv_file *rf, bool registering)
 {
 	struct rv_device *dev;
 	int ret;
@@ -475,7 +477,7 @@ static int rv_mr_begin(struct rv_file *rf)
 		goto out_unlock;
 	dev = rf->job->dev;
 	down_read(&dev->rwsem);
-	if (dev->removed) {
+	if (registering && dev->removed) {
 		ret = -ENODEV;
 		up_read(&dev->rwsem);
 		goto out_unlock;
@@ -516,7 +518,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	if (access & RV_ACCESS_REMOTE_WRITE)
 		access |= RV_ACCESS_LOCAL_WRITE;
 
-	ret = rv_mr_begin(rf);
+	ret = rv_mr_begin(rf, true);
 	if (ret)
 		return ret;
 
@@ -569,7 +571,7 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 	if (cmd->flags)
 		return -EINVAL;
-	ret = rv_mr_begin(rf);
+	ret = rv_mr_begin(rf, false);
 	if (ret)
 		return ret;
 
@@ -681,7 +683,7 @@ int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	ret = rv_evict_check(cmd);
 	if (ret)
 		return ret;
-	ret = rv_mr_begin(rf);
+	ret = rv_mr_begin(rf, false);
 	if (ret)
 		return ret;
 

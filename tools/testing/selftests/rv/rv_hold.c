@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * rv_hold: helper for rv_module_test.sh.  Opens /dev/rv, with -a also
- * attaches it to a fresh job on $RV_IBDEV port 1, prints "ready <slot>"
- * and keeps the file until its stdin reaches EOF.  Exit status 0 when all
- * of that worked, 1 (with a message on stderr) otherwise.
+ * attaches it to a fresh job on $RV_IBDEV port 1, with -m (after -a) also
+ * registers two 1 MiB buffers and keeps one in use, prints "ready <slot>"
+ * and keeps the file until its stdin reaches EOF; then drops the MR
+ * reference (which must work even after device removal).  Exit status 0
+ * when all of that worked, 1 (with a message on stderr) otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "rv_test_util.h"
@@ -16,8 +19,10 @@
 int main(int argc, char **argv)
 {
 	bool do_attach = argc > 1 && !strcmp(argv[1], "-a");
+	bool do_mr = do_attach && argc > 2 && !strcmp(argv[2], "-m");
+	int ret, slot = -1, held = 0;
 	struct rv *rv;
-	int ret, slot = -1;
+	char *buf;
 	char c;
 
 	ret = rv_open(&rv, 0);
@@ -43,6 +48,27 @@ int main(int argc, char **argv)
 		}
 		slot = ret;
 	}
+	if (do_mr) {
+		buf = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED) {
+			ret = -errno;
+			fprintf(stderr, "rv_hold: mmap: %s\n", strerror(-ret));
+			goto out_close;
+		}
+		memset(buf, 1, 2 << 20);
+		ret = rv_reg_mem(rv, buf, 1 << 20, RV_ACCESS_REMOTE_WRITE,
+				 NULL);
+		if (ret > 0)
+			ret = rv_dereg_mem(rv, ret);
+		if (!ret)
+			ret = held = rv_reg_mem(rv, buf + (1 << 20), 1 << 20,
+						RV_ACCESS_LOCAL_WRITE, NULL);
+		if (ret < 0) {
+			fprintf(stderr, "rv_hold: MR: %s\n", strerror(-ret));
+			goto out_close;
+		}
+	}
 	printf("ready %d\n", slot);
 	fflush(stdout);
 
@@ -54,6 +80,12 @@ int main(int argc, char **argv)
 		break;
 	}
 	ret = 0;
+	if (held) {
+		ret = rv_dereg_mem(rv, held);
+		if (ret)
+			fprintf(stderr, "rv_hold: rv_dereg_mem: %s\n",
+				strerror(-ret));
+	}
 out_close:
 	rv_close(rv);
 	return ret < 0 ? 1 : 0;

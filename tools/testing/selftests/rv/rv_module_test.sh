@@ -145,6 +145,23 @@ have_rv_pd() {
 	[ -n "$(rv_pds)" ]
 }
 
+# Number of MRs rv registered (in its kernel PDs).
+rv_mr_count() {
+	rdma resource show mr 2>/dev/null | grep -cF 'comm [rv]'
+}
+
+no_rv_mr() {
+	[ "$(rv_mr_count)" = 0 ]
+}
+
+rv_mrs_are() {
+	local n
+
+	n=$(rv_mr_count)
+	echo "# rv MRs: $n (want $1)"
+	[ "$n" = "$1" ]
+}
+
 cleanup() {
 	[ -n "$hold_pid" ] && hold_stop
 	if [ "$was_loaded" = 1 ] && ! loaded; then
@@ -215,10 +232,14 @@ netdev=$(rdma link show "$RV_IBDEV/1" 2>/dev/null |
 	sed -n 's/.* netdev \([^ ]*\).*/\1/p')
 if [ -z "$netdev" ]; then
 	echo "ok $((n += 1)) device removal while attached # SKIP $RV_IBDEV has no netdev link"
-elif hold_start -a; then
-	check "rdma link delete $RV_IBDEV while attached" \
+elif hold_start -a -m; then
+	# One MR in use and one only cached: removal deregisters both.
+	check "attached file holds 2 MRs" rv_mrs_are 2
+	check "rdma link delete $RV_IBDEV while attached with MRs" \
 		timeout 60 rdma link delete "$RV_IBDEV"
-	check "attached file closes after device removal" hold_stop
+	check "no rv MR after device removal" no_rv_mr
+	check "attached file drops its MR and closes after device removal" \
+		hold_stop
 	check "rmmod after device removal" unload
 	check "insmod after device removal" load
 	check "re-create $RV_IBDEV" \

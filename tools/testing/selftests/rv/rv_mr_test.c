@@ -27,6 +27,9 @@
 #define KiB (1024UL)
 #define MiB (1024UL * 1024)
 
+/* A user address as the uAPI carries it. */
+#define U64(p) ((uint64_t)(uintptr_t)(p))
+
 #define ACC_LW RV_ACCESS_LOCAL_WRITE
 #define ACC_RW RV_ACCESS_REMOTE_WRITE
 #define ACC_RR RV_ACCESS_REMOTE_READ
@@ -262,8 +265,12 @@ TEST_F(mr, bad_args)
 	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, self->buf, 0, ACC_LW, NULL));
 	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, self->buf, 4096, 1U << 3,
 				      NULL));
-	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, (void *)~0UL, 4096, ACC_LW,
-				      NULL));
+	/* A range that wraps (as a 64-bit address, whatever the ABI). */
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.addr = ~0ULL - 4095;
+	r.length = 8192;
+	EXPECT_EQ(-EINVAL, rv_ioc(rv_fd(self->rv), RV_IOCTL_REG_MEM, &r));
 	/* Unmapped memory is not registered and nothing is cached. */
 	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, (void *)4096, 4096, ACC_LW,
 				      NULL));
@@ -436,33 +443,32 @@ TEST_F(mr, madvise_invalidates)
 		memset(self->buf, 1, 1 * MiB);
 	}
 	EXPECT_EQ(2, stats_of(self->rv).misses);
-	/*
-	 * An madvise elsewhere leaves the entry alone.  (Elsewhere means
-	 * another mapping: within one, the kernel may widen a range to a
-	 * huge page it splits.)
-	 */
+	/* An madvise of other memory leaves the entry alone. */
 	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	other = map_anon(64 * KiB);
 	ASSERT_NE(NULL, other);
 	ASSERT_EQ(0, madvise(other, 4096, MADV_DONTNEED));
 	munmap(other, 64 * KiB);
-	EXPECT_EQ(2, stats_of(self->rv).invalidations);
+	EXPECT_EQ(h, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL));
 
 	/*
-	 * mprotect keeps the pinned pages where they are.  It covers the
-	 * whole mapping: splitting a mapping may clear a huge page's worth
-	 * of page tables around the split, which invalidates conservatively.
+	 * mprotect keeps the pinned pages where they are: still a hit.
+	 * (Entries are checked by handle, not by the invalidation count:
+	 * on 6.1, changing a mapping's bounds sends an invalidation for the
+	 * 2 MiB around each new bound, which may cover a neighbour's entry.)
 	 */
 	other = map_anon(1 * MiB);
 	ASSERT_NE(NULL, other);
 	h = rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	ASSERT_EQ(0, mprotect(other, 1 * MiB, PROT_READ));
-	EXPECT_EQ(2, stats_of(self->rv).invalidations);
 	EXPECT_EQ(h, rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL));
+	/* Unmapped while in use: freed with its last reference. */
 	munmap(other, 1 * MiB);
-	EXPECT_EQ(3, stats_of(self->rv).invalidations);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h));
 }
 
 TEST_F(mr, brk_shrink_invalidates)
@@ -581,13 +587,13 @@ TEST(lru_order)
 	munmap(buf, 6 * MiB);
 }
 
-static int evict(struct rv *rv, uint32_t mode, void *addr, uint64_t len,
+static int evict(struct rv *rv, uint32_t mode, uint64_t addr, uint64_t len,
 		 uint32_t access, uint64_t bytes, uint32_t entries,
 		 struct rv_evict *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->mode = mode;
-	out->addr = (uintptr_t)addr;
+	out->addr = addr;
 	out->length = len;
 	out->access = access;
 	out->target_bytes = bytes;
@@ -611,11 +617,11 @@ TEST_F(mr, evict_modes)
 		EXPECT_EQ(0, rv_dereg_mem(self->rv, h[i]));
 
 	/* EXACT: range and access must match exactly. */
-	EXPECT_EQ(-ENOENT, evict(self->rv, RV_EVICT_EXACT, b, 32 * KiB,
+	EXPECT_EQ(-ENOENT, evict(self->rv, RV_EVICT_EXACT, U64(b), 32 * KiB,
 				 ACC_LW, 0, 0, &e));
-	EXPECT_EQ(-ENOENT, evict(self->rv, RV_EVICT_EXACT, b, 64 * KiB,
+	EXPECT_EQ(-ENOENT, evict(self->rv, RV_EVICT_EXACT, U64(b), 64 * KiB,
 				 ACC_RR, 0, 0, &e));
-	ASSERT_EQ(0, evict(self->rv, RV_EVICT_EXACT, b, 64 * KiB, ACC_LW, 0,
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_EXACT, U64(b), 64 * KiB, ACC_LW, 0,
 			   0, &e));
 	EXPECT_EQ(1, e.freed_entries);
 	EXPECT_EQ(64 * KiB, e.freed_bytes);
@@ -624,10 +630,10 @@ TEST_F(mr, evict_modes)
 	/* In use: EXACT says EBUSY, RANGE skips it. */
 	EXPECT_EQ(h[1], rv_reg_mem(self->rv, b + 128 * KiB, 64 * KiB, ACC_LW,
 				   NULL));
-	EXPECT_EQ(-EBUSY, evict(self->rv, RV_EVICT_EXACT, b + 128 * KiB,
+	EXPECT_EQ(-EBUSY, evict(self->rv, RV_EVICT_EXACT, U64(b + 128 * KiB),
 				64 * KiB, ACC_LW, 0, 0, &e));
 	/* RANGE over entries 1..3, touching 3 by one byte. */
-	ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, b + 100 * KiB,
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, U64(b + 100 * KiB),
 			   256 * KiB + 28 * KiB + 1, 0, 0, 0, &e));
 	EXPECT_EQ(2, e.freed_entries);
 	EXPECT_EQ(128 * KiB, e.freed_bytes);
@@ -636,18 +642,18 @@ TEST_F(mr, evict_modes)
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[3]));
 
 	/* AMOUNT: LRU order is 4 5 6 7 1 (4 oldest). */
-	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 0, 2, &e));
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, 0, 0, 0, 0, 2, &e));
 	EXPECT_EQ(2, e.freed_entries);
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[4]));
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[5]));
 	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h[6]));
-	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 65 * KiB, 0,
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, 0, 0, 0, 65 * KiB, 0,
 			   &e));
 	EXPECT_EQ(2, e.freed_entries);
 	EXPECT_EQ(128 * KiB, e.freed_bytes);
 	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h[1]));
 	/* More than there is: frees what is left, no error. */
-	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 1UL << 40,
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, 0, 0, 0, 1ULL << 40,
 			   0, &e));
 	EXPECT_EQ(1, e.freed_entries);
 	EXPECT_EQ(0, stats_of(self->rv).entries);
@@ -655,17 +661,17 @@ TEST_F(mr, evict_modes)
 	EXPECT_EQ(0, wait_vm_pin_kb(0));
 
 	/* Fields a mode does not use must be 0. */
-	EXPECT_EQ(-EINVAL, evict(self->rv, 3, b, 4096, 0, 0, 0, &e));
-	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_EXACT, b, 0, 0, 0, 0, &e));
-	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_EXACT, b, 4096, 0, 1, 0,
+	EXPECT_EQ(-EINVAL, evict(self->rv, 3, U64(b), 4096, 0, 0, 0, &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_EXACT, U64(b), 0, 0, 0, 0, &e));
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_EXACT, U64(b), 4096, 0, 1, 0,
 				 &e));
-	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_RANGE, b, 4096, ACC_LW, 0,
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_RANGE, U64(b), 4096, ACC_LW, 0,
 				 0, &e));
-	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_RANGE, (void *)~0UL, 2, 0,
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_RANGE, ~0ULL, 2, 0,
 				 0, 0, &e));
-	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 0, 0,
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_AMOUNT, 0, 0, 0, 0, 0,
 				 &e));
-	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_AMOUNT, b, 0, 0, 1, 0,
+	EXPECT_EQ(-EINVAL, evict(self->rv, RV_EVICT_AMOUNT, U64(b), 0, 0, 1, 0,
 				 &e));
 }
 
@@ -731,7 +737,7 @@ TEST_F(mr, many_cycles)
 			       i & 1 ? ACC_RW : ACC_LW, &r);
 		ASSERT_GT(h, 0) TH_LOG("cycle %d: %s", i, strerror(-h));
 		ASSERT_EQ(0, rv_dereg_mem(self->rv, h));
-		ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, p, 1, 0, 0, 0,
+		ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, U64(p), 1, 0, 0, 0,
 				   &e));
 		ASSERT_EQ(1, e.freed_entries);
 	}
@@ -748,9 +754,10 @@ TEST_F(mr, many_cycles)
  */
 TEST(exit_releases_pins)
 {
-	const long pages = 32 * MiB / 4096;
+	long pages = 32 * MiB / 4096;
 	long before, during, after = -1;
 	int pfd[2], status, i;
+	struct rlimit rl;
 	pid_t pid;
 
 	if (access(RV_DEV_PATH, F_OK))
@@ -758,6 +765,13 @@ TEST(exit_releases_pins)
 	before = pinned_pages_now();
 	if (before < 0)
 		SKIP(return, "no nr_foll_pin_* in /proc/vmstat");
+	/* Unprivileged: stay within RLIMIT_MEMLOCK (8 MiB by default). */
+	ASSERT_EQ(0, getrlimit(RLIMIT_MEMLOCK, &rl));
+	if (geteuid() && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < 2 * pages * 4096)
+		pages = rl.rlim_cur / 2 / (1 * MiB) * (1 * MiB) / 4096;
+	if (pages < 256)
+		SKIP(return, "RLIMIT_MEMLOCK below 2 MiB");
 	ASSERT_EQ(0, pipe(pfd));
 	pid = fork();
 	ASSERT_GE(pid, 0);
@@ -905,7 +919,7 @@ TEST_F_TIMEOUT(mr, register_vs_munmap, 120)
 	EXPECT_GT(s.invalidations, 10);
 	EXPECT_EQ(0, s.in_use_entries);
 
-	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, NULL, 0, 0, 1UL << 40,
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_AMOUNT, 0, 0, 0, 1ULL << 40,
 			   0, &e));
 	EXPECT_EQ(0, stats_of(self->rv).entries);
 	EXPECT_EQ(0, wait_vm_pin_kb(0));

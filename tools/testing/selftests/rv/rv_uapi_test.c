@@ -135,7 +135,9 @@ TEST_F(uapi, query)
 
 	NEED_RV();
 	/* Known answer for this tree: update when a command is added. */
-	EXPECT_EQ((1ULL << RV_CMD_QUERY) | (1ULL << RV_CMD_ATTACH),
+	EXPECT_EQ((1ULL << RV_CMD_QUERY) | (1ULL << RV_CMD_ATTACH) |
+		  (1ULL << RV_CMD_REG_MEM) | (1ULL << RV_CMD_DEREG_MEM) |
+		  (1ULL << RV_CMD_EVICT) | (1ULL << RV_CMD_MR_STATS),
 		  q->cmd_mask);
 	EXPECT_EQ(0, q->attach_flags);
 	EXPECT_EQ(RV_MAX_CONN_PER_NODE, q->max_conn_per_node);

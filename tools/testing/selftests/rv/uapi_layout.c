@@ -50,9 +50,62 @@
 	F(rv_attach, slot)				\
 	F(rv_attach, mr_cache_bytes)
 
+#define RV_REG_MEM_FIELDS(F)				\
+	F(rv_reg_mem, size)				\
+	F(rv_reg_mem, flags)				\
+	F(rv_reg_mem, addr)				\
+	F(rv_reg_mem, length)				\
+	F(rv_reg_mem, access)				\
+	F(rv_reg_mem, handle)				\
+	F(rv_reg_mem, lkey)				\
+	F(rv_reg_mem, rkey)				\
+	F(rv_reg_mem, iova)				\
+	F(rv_reg_mem, region_addr)			\
+	F(rv_reg_mem, region_length)
+
+#define RV_DEREG_MEM_FIELDS(F)				\
+	F(rv_dereg_mem, size)				\
+	F(rv_dereg_mem, flags)				\
+	F(rv_dereg_mem, handle)
+
+#define RV_EVICT_FIELDS(F)				\
+	F(rv_evict, size)				\
+	F(rv_evict, flags)				\
+	F(rv_evict, mode)				\
+	F(rv_evict, access)				\
+	F(rv_evict, addr)				\
+	F(rv_evict, length)				\
+	F(rv_evict, target_bytes)			\
+	F(rv_evict, target_entries)			\
+	F(rv_evict, freed_entries)			\
+	F(rv_evict, freed_bytes)
+
+#define RV_MR_STATS_FIELDS(F)				\
+	F(rv_mr_stats, size)				\
+	F(rv_mr_stats, flags)				\
+	F(rv_mr_stats, limit_bytes)			\
+	F(rv_mr_stats, bytes)				\
+	F(rv_mr_stats, in_use_bytes)			\
+	F(rv_mr_stats, max_bytes)			\
+	F(rv_mr_stats, max_in_use_bytes)		\
+	F(rv_mr_stats, entries)				\
+	F(rv_mr_stats, in_use_entries)			\
+	F(rv_mr_stats, max_entries)			\
+	F(rv_mr_stats, max_in_use_entries)		\
+	F(rv_mr_stats, hits)				\
+	F(rv_mr_stats, misses)				\
+	F(rv_mr_stats, evict_pressure)			\
+	F(rv_mr_stats, evict_request)			\
+	F(rv_mr_stats, invalidations)			\
+	F(rv_mr_stats, failures)
+
 #define RV_STRUCTS(S)					\
 	S(rv_query, RV_QUERY_FIELDS)			\
-	S(rv_attach, RV_ATTACH_FIELDS)
+	S(rv_attach, RV_ATTACH_FIELDS)			\
+	S(rv_reg_mem, RV_REG_MEM_FIELDS)		\
+	S(rv_dereg_mem, RV_DEREG_MEM_FIELDS)		\
+	S(rv_evict, RV_EVICT_FIELDS)			\
+	S(rv_mr_stats, RV_MR_STATS_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))
