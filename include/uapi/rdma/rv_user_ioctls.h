@@ -232,8 +232,11 @@ struct rv_reg_mem {
  * @size: sizeof(struct rv_dereg_mem)
  * @flags: must be 0
  * @handle: in: from REG_MEM on this file
+ * @refs: out: REG_MEM references to the registration still held after
+ *	this one is dropped
  *
- * The registration stays cached.  Errors:
+ * The registration stays cached.  Works after the device is removed.
+ * Errors:
  *  ENOENT   no registration of this file has @handle (never issued, freed,
  *           or issued by another file)
  *  EINVAL   the registration holds no reference of the caller (a second
@@ -243,6 +246,7 @@ struct rv_dereg_mem {
 	__u32 size;
 	__u32 flags;
 	__u32 handle;
+	__u32 refs;
 };
 
 #define RV_IOCTL_DEREG_MEM _IO(RV_IOCTL_TYPE, RV_CMD_DEREG_MEM)

@@ -33,11 +33,14 @@ int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
 int rv_dereg_mem(struct rv *rv, unsigned int handle)
 {
 	struct rv_dereg_mem cmd;
+	int ret;
 
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.size = sizeof(cmd);
 	cmd.handle = handle;
-	return rv_ioctl(rv, RV_IOCTL_DEREG_MEM, &cmd);
+	ret = rv_ioctl(rv, RV_IOCTL_DEREG_MEM, &cmd);
+	/* At most one reference per successful call: refs fits an int. */
+	return ret ? ret : (int)cmd.refs;
 }
 
 int rv_evict(struct rv *rv, struct rv_evict *e)

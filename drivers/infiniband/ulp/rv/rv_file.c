@@ -68,7 +68,7 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 	RV_IOCTL_OP(RV_CMD_REG_MEM, rv_cmd_reg_mem, struct rv_reg_mem,
 		    region_length),
 	RV_IOCTL_OP(RV_CMD_DEREG_MEM, rv_cmd_dereg_mem, struct rv_dereg_mem,
-		    handle),
+		    refs),
 	RV_IOCTL_OP(RV_CMD_EVICT, rv_cmd_evict, struct rv_evict, freed_bytes),
 	RV_IOCTL_OP(RV_CMD_MR_STATS, rv_cmd_mr_stats, struct rv_mr_stats,
 		    failures),
@@ -91,7 +91,7 @@ static_assert(sizeof(struct rv_reg_mem) == 64);
 static_assert(offsetof(struct rv_reg_mem, access) == 24);
 static_assert(offsetof(struct rv_reg_mem, iova) == 40);
 static_assert(offsetof(struct rv_reg_mem, region_length) == 56);
-static_assert(sizeof(struct rv_dereg_mem) == 12);
+static_assert(sizeof(struct rv_dereg_mem) == 16);
 static_assert(sizeof(struct rv_evict) == 56);
 static_assert(offsetof(struct rv_evict, target_bytes) == 32);
 static_assert(offsetof(struct rv_evict, freed_bytes) == 48);

@@ -583,11 +583,15 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		ret = -EINVAL;
 	else
 		rv_mr_put_user(cache, e, &victims);
+	if (!ret)
+		cmd->refs = e->user_refs;
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &victims);
 
 	rv_mr_end(rf);
-	return ret;
+	if (ret)
+		return ret;
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
 
 static int rv_evict_check(const struct rv_evict *cmd)

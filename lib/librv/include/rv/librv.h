@@ -172,7 +172,7 @@ int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
  * @rv: handle from rv_open(), attached
  * @handle: from rv_reg_mem() on @rv
  *
- * Return: 0, or
+ * Return: the references @rv still holds on the registration (>= 0), or
  *  -ENOENT    @rv has no registration @handle (never issued, evicted, or
  *             issued by another file)
  *  -EINVAL    the registration holds no reference (dropped twice)

@@ -209,7 +209,7 @@ static void mr_round(struct mr_bench *b, void *buf, uint64_t len,
 	if (row)
 		series_add(&row->miss, t0, t1);
 	ret = rv_dereg_mem(b->rv, h_miss);
-	if (ret)
+	if (ret < 0)
 		die("rv_dereg_mem (miss)", -ret);
 
 	t0 = now_ns();
@@ -219,7 +219,7 @@ static void mr_round(struct mr_bench *b, void *buf, uint64_t len,
 		die("rv_reg_mem (hit)", -h_hit);
 	ret = rv_dereg_mem(b->rv, h_hit);
 	t2 = now_ns();
-	if (ret)
+	if (ret < 0)
 		die("rv_dereg_mem (hit)", -ret);
 	b->hits++;
 	/* A hit hands back the cached entry's handle. */

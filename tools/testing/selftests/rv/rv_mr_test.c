@@ -466,7 +466,7 @@ TEST_F(mr, madvise_invalidates)
 	EXPECT_EQ(h, rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL));
 	/* Unmapped while in use: freed with its last reference. */
 	munmap(other, 1 * MiB);
-	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(1, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h));
 }
@@ -518,7 +518,7 @@ TEST_F(mr, fork_child_denied)
 	/* The parent's entry survived the fork and the child's exit. */
 	EXPECT_EQ(h, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL));
 	EXPECT_EQ(0, stats_of(self->rv).invalidations);
-	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(1, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h));
 }
@@ -853,7 +853,7 @@ static void *stress_reg(void *arg)
 			       rand_r(&seed) & 1 ? ACC_RW : ACC_LW, NULL);
 		if (h > 0) {
 			atomic_fetch_add(&st->regs, 1);
-			if (rv_dereg_mem(st->rv, h)) {
+			if (rv_dereg_mem(st->rv, h) < 0) {
 				atomic_fetch_add(&st->bad, 1);
 				atomic_store(&st->bad_errno, 1000);
 			}

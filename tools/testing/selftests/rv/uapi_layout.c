@@ -66,7 +66,8 @@
 #define RV_DEREG_MEM_FIELDS(F)				\
 	F(rv_dereg_mem, size)				\
 	F(rv_dereg_mem, flags)				\
-	F(rv_dereg_mem, handle)
+	F(rv_dereg_mem, handle)				\
+	F(rv_dereg_mem, refs)
 
 #define RV_EVICT_FIELDS(F)				\
 	F(rv_evict, size)				\
