@@ -313,6 +313,9 @@ static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
 	    s->in_use_bytes > s->limit_bytes - length)
 		return -ENOSPC;
 	while (s->bytes > s->limit_bytes - length) {
+		/* bytes - in_use_bytes is what the LRU holds. */
+		if (WARN_ON_ONCE(list_empty(&cache->lru)))
+			return -ENOSPC;
 		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
 		trace_rv_mr_evict(e);
 		s->evict_pressure++;
