@@ -37,13 +37,13 @@ DEBIAN_PACKAGES := \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
-	man-db util-linux libibverbs-dev trace-cmd
+	man-db util-linux libibverbs-dev trace-cmd libssl-dev
 
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
 .PHONY: all setup packages module librv selftests check lint \
-	lint-w1 lint-sparse checkpatch clean
+	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module check-debug
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
 all: module librv selftests
@@ -73,6 +73,46 @@ selftests: librv $(KSFT_DIR)/kselftest_harness.h
 
 check: all
 	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
+
+# ---- Debug kernel: KASAN, lockdep, kmemleak, fault injection, UBSAN -------
+# Built from linux-source-6.1 by build-debug-kernel.sh and cached outside the
+# repo ($RV_DEBUG_KERNEL_CACHE, default /var/cache/rv-debug-kernel); the first
+# build takes a while, later calls only print the cache directory.  Not part
+# of "check": CI does not build it.
+DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/vm/build-debug-kernel.sh
+# rv.ko for the debug kernel, built from a copy of the sources so that it
+# never mixes objects with the normal rv.ko built in place by "module".
+DEBUG_RV_DIR := $(BUILD)/debug-rv
+# The debug kernel under TCG is several times slower than Debian's: each
+# group gets a longer timeout and the VMs more memory (KASAN's shadow,
+# kmemleak and lockdep metadata).  Both can be overridden from the
+# environment, as can DEBUG_GROUPS (default: every group of tests.list).
+RV_DEBUG_TIMEOUT ?= 2400
+RV_DEBUG_VM_MEM ?= 1536
+DEBUG_GROUPS ?=
+
+debug-kernel:
+	$(DEBUG_KERNEL_SH)
+
+debug-module:
+	@set -euo pipefail; \
+	dk=$$($(DEBUG_KERNEL_SH) -q); \
+	mkdir -p $(DEBUG_RV_DIR); \
+	cp -p $(RV_DIR)/Makefile $(RV_DIR)/Kconfig \
+		$(filter-out %.mod.c,$(wildcard $(RV_DIR)/*.[ch])) $(DEBUG_RV_DIR)/; \
+	$(MAKE) -C $$dk/linux M=$(DEBUG_RV_DIR) CONFIG_INFINIBAND_RV=m \
+		KCFLAGS=-I$(CURDIR)/include/uapi modules
+
+# Every group on the debug kernel; each VM ends its run with a kmemleak scan
+# (guest-init.sh), and any KASAN/lockdep/UBSAN/kmemleak line fails it.
+check-debug: debug-module librv selftests
+	@set -euo pipefail; \
+	dk=$$($(DEBUG_KERNEL_SH) -q); \
+	$(SELFTESTS)/run_tests.sh -k $$dk/bzImage \
+		-m $$dk/modroot/lib/modules/$$(cat $$dk/release) \
+		-t $(RV_DEBUG_TIMEOUT) -o $(BUILD)/vm/tests-debug \
+		$(addprefix -g ,$(DEBUG_GROUPS)) -- \
+		--rv-ko $(DEBUG_RV_DIR)/rv.ko --mem $(RV_DEBUG_VM_MEM)
 
 # Warning-free with W=1, sparse-clean and checkpatch --strict clean.
 lint: lint-w1 lint-sparse checkpatch

@@ -147,6 +147,8 @@ struct rv_query {
  *  EBUSY      the job exists with a different @num_conn, @slot_bits or
  *             @gid_index (after defaults are applied)
  *  ENOSPC     every slot of the job is taken
+ *  ENOMEM     out of memory, or the event ring would exceed the caller's
+ *             RLIMIT_MEMLOCK
  */
 struct rv_attach {
 	__u32 size;
@@ -338,6 +340,80 @@ struct rv_mr_stats {
 };
 
 #define RV_IOCTL_MR_STATS _IO(RV_IOCTL_TYPE, RV_CMD_MR_STATS)
+
+/*
+ * The event ring.  After ATTACH, mmap(2) of the file at offset 0 and
+ * length RV_RING_MMAP_SIZE(ring_entries) (PROT_READ | PROT_WRITE,
+ * MAP_SHARED) maps this process's event ring:
+ *
+ *   0                         struct rv_ring_header (the kernel writes it)
+ *   RV_RING_CONSUMER_OFFSET   __u32 consumer index (user space writes it)
+ *   RV_RING_EVENTS_OFFSET     ring_entries struct rv_event
+ *
+ * Both indices are free-running __u32 counters; events[i & (entries - 1)]
+ * holds event i.  Events are pending while consumer != producer.  The
+ * consumer loads @producer with acquire semantics, reads the events up to
+ * it, then stores the new consumer index with release semantics.
+ *
+ * The kernel never trusts the mapping: it keeps its own producer index,
+ * reads only the consumer index, and treats a consumer index more than
+ * ring_entries behind its producer (or ahead of it) like a full ring.  An
+ * event that finds the ring full is dropped and counted in @overflows, so
+ * a consumer can tell it lost events.  poll(2) and epoll report EPOLLIN
+ * while events are pending.  The ring's pages are charged to the
+ * attaching process's RLIMIT_MEMLOCK at ATTACH.
+ *
+ * mmap errors: ENOTCONN (not attached), EPERM (not the attaching
+ * process), EINVAL (offset not 0, length not the ring's, or a private
+ * mapping).
+ */
+#define RV_RING_CONSUMER_OFFSET	64
+#define RV_RING_EVENTS_OFFSET	128
+
+/**
+ * struct rv_ring_header - the kernel's half of the ring's first page
+ * @producer: index of the next event the kernel will write
+ * @entries: events in the ring (ATTACH's @ring_entries), a power of two
+ * @entry_size: sizeof(struct rv_event)
+ * @events_offset: RV_RING_EVENTS_OFFSET
+ * @overflows: events dropped because the ring was full
+ */
+struct rv_ring_header {
+	__u32 producer;
+	__u32 entries;
+	__u32 entry_size;
+	__u32 events_offset;
+	__aligned_u64 overflows;
+};
+
+/* struct rv_event.kind */
+#define RV_EVENT_SEND	1	/* a write this process posted completed */
+#define RV_EVENT_RECV	2	/* a write with immediate arrived for it */
+
+/**
+ * struct rv_event - one completion
+ * @kind: RV_EVENT_*
+ * @status: SEND: the work completion status (enum ib_uverbs_wc_status
+ *	values, 0 for success); RECV: always 0
+ * @wr_id: SEND: the caller's wr_id; RECV: 0
+ * @imm: RECV: the immediate data, as sent; SEND: 0
+ * @bytes: bytes written
+ * @conn_id: the connection's node-wide id (CONN_CREATE's @conn_id)
+ * @generation: the connection's generation when the write was posted
+ *	(SEND) or arrived (RECV)
+ */
+struct rv_event {
+	__u32 kind;
+	__u32 status;
+	__aligned_u64 wr_id;
+	__u32 imm;
+	__u32 bytes;
+	__u32 conn_id;
+	__u32 generation;
+};
+
+#define RV_RING_MMAP_SIZE(entries) \
+	(RV_RING_EVENTS_OFFSET + (__u64)(entries) * sizeof(struct rv_event))
 
 /*
  * Connections: RV_CMD_CONN_* structs follow.

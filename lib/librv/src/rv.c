@@ -47,6 +47,7 @@ void rv_close(struct rv *rv)
 	 * close() of a character device can only fail with EINTR/EIO after
 	 * the descriptor is already gone; there is nothing to retry.
 	 */
+	rv_ring_unmap(rv);
 	close(rv->fd);
 	free(rv);
 }
@@ -90,7 +91,8 @@ int rv_attach(struct rv *rv, struct rv_attach *a)
 		return ret;
 	/* slot < 2^RV_MAX_SLOT_BITS, so it always fits an int. */
 	rv->slot = (int)a->slot;
-	return rv->slot;
+	ret = rv_ring_map_attached(rv, a->ring_entries);
+	return ret ? ret : rv->slot;
 }
 
 int rv_slot(const struct rv *rv)

@@ -42,6 +42,7 @@
 #include <rdma/rv_user_ioctls.h>
 
 #include "rv_mr.h"
+#include "rv_ring.h"
 
 /**
  * struct rv_device - an RDMA device rv may use
@@ -118,6 +119,9 @@ struct rv_job {
  * @ring_entries: event ring size requested at ATTACH
  * @mr_cache_bytes: MR cache limit requested at ATTACH
  * @mr_cache: the file's MR cache, usable once attached; has its own lock
+ * @ring: the event ring, set once by ATTACH (release store) and freed at
+ *	release; mmap and poll read it without @lock (mmap runs under
+ *	mmap_lock, which REG_MEM takes while holding @lock)
  */
 struct rv_file {
 	struct mutex lock; /* protects the fields below */
@@ -127,6 +131,7 @@ struct rv_file {
 	u32 ring_entries;
 	u64 mr_cache_bytes;
 	struct rv_mr_cache mr_cache;
+	struct rv_ring *ring;
 };
 
 /* A command's user buffer, as the dispatcher saw it. */

@@ -96,6 +96,11 @@ static_assert(sizeof(struct rv_evict) == 56);
 static_assert(offsetof(struct rv_evict, target_bytes) == 32);
 static_assert(offsetof(struct rv_evict, freed_bytes) == 48);
 static_assert(sizeof(struct rv_mr_stats) == 112);
+static_assert(sizeof(struct rv_ring_header) == 24);
+static_assert(sizeof(struct rv_ring_header) <= RV_RING_CONSUMER_OFFSET);
+static_assert(sizeof(struct rv_event) == 32);
+static_assert(offsetof(struct rv_event, wr_id) == 8);
+static_assert(offsetof(struct rv_event, generation) == 28);
 static_assert(offsetof(struct rv_mr_stats, entries) == 48);
 static_assert(offsetof(struct rv_mr_stats, hits) == 64);
 
@@ -193,6 +198,7 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	struct rv_attach *cmd = arg;
 	struct rv_job_params params = {};
 	struct rv_device *dev;
+	struct rv_ring *ring;
 	int ret;
 
 	ret = rv_attach_check(cmd);
@@ -222,9 +228,15 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	params.num_conn = cmd->num_conn;
 	params.slot_bits = cmd->slot_bits;
 
+	ring = rv_ring_alloc(cmd->ring_entries, current->mm);
+	if (IS_ERR(ring)) {
+		ret = PTR_ERR(ring);
+		goto out_put_dev;
+	}
+
 	ret = rv_job_attach(rf, dev, &params);
 	if (ret)
-		goto out_put_dev;
+		goto out_free_ring;
 
 	rf->ring_entries = cmd->ring_entries;
 	rf->mr_cache_bytes = cmd->mr_cache_bytes;
@@ -234,11 +246,17 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 	if (ret) {
 		rv_job_detach(rf);
-		goto out_put_dev;
+		goto out_free_ring;
 	}
 	mmgrab(current->mm);
 	rf->mm = current->mm;
 	rv_mr_cache_start(&rf->mr_cache, rf->job, rf->mr_cache_bytes);
+	/* Publishes the ring to mmap and poll, which do not take rf->lock. */
+	smp_store_release(&rf->ring, ring);
+	goto out_put_dev;
+
+out_free_ring:
+	rv_ring_free(ring);
 
 out_put_dev:
 	rv_device_put(dev);
@@ -301,6 +319,8 @@ static int rv_release(struct inode *inode, struct file *filp)
 	/* MRs live in the job's PD: free them before leaving the job. */
 	rv_mr_cache_teardown(&rf->mr_cache);
 	rv_job_detach(rf);
+	/* No mapping is left (each holds the file), so no user either. */
+	rv_ring_free(rf->ring);
 	if (rf->mm)
 		mmdrop(rf->mm);
 	mutex_unlock(&rf->lock);
@@ -309,11 +329,40 @@ static int rv_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/* Maps the event ring; see <rdma/rv_user_ioctls.h>. */
+static int rv_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct rv_file *rf = filp->private_data;
+	/* Not rf->lock: mmap_lock is held, and REG_MEM nests them the other way. */
+	struct rv_ring *ring = smp_load_acquire(&rf->ring);
+
+	if (!ring)
+		return -ENOTCONN;
+	if (current->mm != ring->mm)
+		return -EPERM;
+	return rv_ring_mmap(ring, vma);
+}
+
+/* EPOLLIN while events are pending; EPOLLERR before ATTACH. */
+static __poll_t rv_poll(struct file *filp, poll_table *wait)
+{
+	struct rv_file *rf = filp->private_data;
+	struct rv_ring *ring;
+
+	/* Pairs with ATTACH's release store of the ring. */
+	ring = smp_load_acquire(&rf->ring);
+	if (!ring)
+		return EPOLLERR;
+	return rv_ring_poll(ring, filp, wait);
+}
+
 const struct file_operations rv_fops = {
 	.owner = THIS_MODULE,
 	.open = rv_open,
 	.release = rv_release,
 	.unlocked_ioctl = rv_ioctl,
+	.mmap = rv_mmap,
+	.poll = rv_poll,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = no_llseek,
 };

@@ -18,6 +18,7 @@
 #define LIBRV_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <rdma/rv_user_ioctls.h>
 
 #ifdef __cplusplus
@@ -94,6 +95,10 @@ int rv_query(struct rv *rv, struct rv_query *q);
  * @ring_entries and @mr_cache_bytes, and the slot is remembered for
  * rv_slot().  rv_device_index() turns a device name into @dev_index.
  *
+ * The event ring is mapped too (see rv_poll_events()).  If that fails the
+ * call fails with mmap(2)'s error, but the file stays attached (an ATTACH
+ * cannot be undone): close it with rv_close().
+ *
  * Return: the slot index (>= 0), or
  *  -EINVAL    @a is NULL, @flags has an unknown bit, @port_num or
  *             @gid_index is not valid on the device, @job_key_len is 0 or
@@ -105,7 +110,8 @@ int rv_query(struct rv *rv, struct rv_query *q);
  *             @gid_index
  *  -ENOSPC    every slot of the job is taken
  *  -EFAULT    @a is not accessible
- *  -ENOMEM    out of kernel memory
+ *  -ENOMEM    out of kernel memory, or the event ring would exceed
+ *             RLIMIT_MEMLOCK
  */
 int rv_attach(struct rv *rv, struct rv_attach *a);
 
@@ -204,6 +210,43 @@ int rv_evict(struct rv *rv, struct rv_evict *e);
  * Return: 0, or -EINVAL if @s is NULL, -ENOTCONN if @rv is not attached.
  */
 int rv_mr_stats(struct rv *rv, struct rv_mr_stats *s);
+
+/**
+ * rv_poll_events() - take events from the file's event ring
+ * @rv: handle from rv_open(), attached
+ * @events: where to copy them
+ * @max: room in @events
+ *
+ * Never blocks and makes no system call.  One consumer per ring: calls on
+ * the same @rv must be serialised by the caller.
+ *
+ * Return: the number of events copied (0 if none is pending), or
+ *  -ENOTCONN  @rv is not attached
+ *  -EINVAL    @events is NULL and @max is not 0
+ */
+int rv_poll_events(struct rv *rv, struct rv_event *events, unsigned int max);
+
+/**
+ * rv_wait_events() - sleep until events are pending
+ * @rv: handle from rv_open(), attached
+ * @timeout_ms: at most this long; -1 waits without a time limit, 0 checks
+ *
+ * poll(2) on the file: the kernel wakes it when an event is written.
+ *
+ * Return: 1 if events are pending, 0 on timeout, or
+ *  -ENOTCONN  @rv is not attached
+ *  -EINTR     a signal arrived
+ *  -EIO       the file reports an error
+ */
+int rv_wait_events(struct rv *rv, int timeout_ms);
+
+/**
+ * rv_ring_overflows() - events the kernel dropped because the ring was full
+ * @rv: handle from rv_open()
+ *
+ * Return: the count since attach (0 before).
+ */
+uint64_t rv_ring_overflows(const struct rv *rv);
 
 #ifdef __cplusplus
 }

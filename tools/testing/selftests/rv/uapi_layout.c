@@ -100,13 +100,31 @@
 	F(rv_mr_stats, invalidations)			\
 	F(rv_mr_stats, failures)
 
+#define RV_RING_HEADER_FIELDS(F)			\
+	F(rv_ring_header, producer)			\
+	F(rv_ring_header, entries)			\
+	F(rv_ring_header, entry_size)			\
+	F(rv_ring_header, events_offset)		\
+	F(rv_ring_header, overflows)
+
+#define RV_EVENT_FIELDS(F)				\
+	F(rv_event, kind)				\
+	F(rv_event, status)				\
+	F(rv_event, wr_id)				\
+	F(rv_event, imm)				\
+	F(rv_event, bytes)				\
+	F(rv_event, conn_id)				\
+	F(rv_event, generation)
+
 #define RV_STRUCTS(S)					\
 	S(rv_query, RV_QUERY_FIELDS)			\
 	S(rv_attach, RV_ATTACH_FIELDS)			\
 	S(rv_reg_mem, RV_REG_MEM_FIELDS)		\
 	S(rv_dereg_mem, RV_DEREG_MEM_FIELDS)		\
 	S(rv_evict, RV_EVICT_FIELDS)			\
-	S(rv_mr_stats, RV_MR_STATS_FIELDS)
+	S(rv_mr_stats, RV_MR_STATS_FIELDS)		\
+	S(rv_ring_header, RV_RING_HEADER_FIELDS)	\
+	S(rv_event, RV_EVENT_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))

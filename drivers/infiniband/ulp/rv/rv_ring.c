@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The event ring: completions for one process, in memory it maps, read
+ * without a system call.
+ *
+ * The producer index lives in the kernel (the header's copy is for user
+ * space to read); the consumer index is the only thing read back from the
+ * mapping and is checked before use, so whatever a process writes into its
+ * ring can only hurt that process's own events.
+ */
+#include "rv.h"
+
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/vmalloc.h>
+
+/**
+ * rv_ring_alloc - allocate a ring and charge it to @mm's RLIMIT_MEMLOCK
+ * @entries: a power of two, already validated by ATTACH
+ * @mm: the attaching process (current->mm); the caller keeps it alive
+ *	(mmgrab) until rv_ring_free()
+ *
+ * Return: the ring, ERR_PTR(-ENOMEM) when out of memory or over
+ * RLIMIT_MEMLOCK.
+ */
+struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
+{
+	struct rv_ring *ring;
+	int ret;
+
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	if (!ring)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&ring->lock);
+	init_waitqueue_head(&ring->wait);
+	ring->entries = entries;
+	ring->size = RV_RING_MMAP_SIZE(entries);
+	ring->charged_pages = PAGE_ALIGN(ring->size) >> PAGE_SHIFT;
+
+	ret = account_locked_vm(mm, ring->charged_pages, true);
+	if (ret)
+		goto out_free_ring;
+	ring->mm = mm;
+
+	/* Zeroed, page-aligned, and mappable by remap_vmalloc_range(). */
+	ring->area = vmalloc_user(ring->size);
+	if (!ring->area) {
+		ret = -ENOMEM;
+		goto out_uncharge;
+	}
+	ring->hdr = ring->area;
+	ring->consumer = ring->area + RV_RING_CONSUMER_OFFSET;
+	ring->events = ring->area + RV_RING_EVENTS_OFFSET;
+	ring->hdr->entries = entries;
+	ring->hdr->entry_size = sizeof(struct rv_event);
+	ring->hdr->events_offset = RV_RING_EVENTS_OFFSET;
+	return ring;
+
+out_uncharge:
+	account_locked_vm(mm, ring->charged_pages, false);
+out_free_ring:
+	kfree(ring);
+	return ERR_PTR(ret);
+}
+
+/* Once no mapping is left: the file is being released. */
+void rv_ring_free(struct rv_ring *ring)
+{
+	if (!ring)
+		return;
+	/* The charge can only be returned while the mm is still in use. */
+	if (mmget_not_zero(ring->mm)) {
+		account_locked_vm(ring->mm, ring->charged_pages, false);
+		mmput(ring->mm);
+	}
+	vfree(ring->area);
+	kfree(ring);
+}
+
+/*
+ * Events the ring holds per the consumer index user space wrote, or
+ * more than @entries if that index cannot be right.  Caller holds
+ * ring->lock.  The acquire pairs with the consumer's release store: the
+ * slots it gave back are no longer being read.
+ */
+static u32 rv_ring_used(const struct rv_ring *ring)
+{
+	/* Pairs with the consumer's release store of the index. */
+	u32 consumer = smp_load_acquire(ring->consumer);
+
+	return ring->producer - consumer;
+}
+
+/**
+ * rv_ring_post - deliver one event
+ * @ring: the destination
+ * @ev: the event
+ *
+ * Any context.  Return: false if the ring was full (or its consumer index
+ * bogus) and the event was dropped and counted.
+ */
+bool rv_ring_post(struct rv_ring *ring, const struct rv_event *ev)
+{
+	unsigned long flags;
+	bool posted = false;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	if (rv_ring_used(ring) >= ring->entries) {
+		ring->overflows++;
+		WRITE_ONCE(ring->hdr->overflows, ring->overflows);
+		goto out_unlock;
+	}
+	ring->events[ring->producer & (ring->entries - 1)] = *ev;
+	ring->producer++;
+	/* The event is visible before the index that publishes it. */
+	smp_store_release(&ring->hdr->producer, ring->producer);
+	posted = true;
+out_unlock:
+	spin_unlock_irqrestore(&ring->lock, flags);
+	/* Pairs with the barrier in the waiter's prepare_to_wait(). */
+	if (posted && wq_has_sleeper(&ring->wait))
+		wake_up_interruptible(&ring->wait);
+	return posted;
+}
+
+int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma)
+{
+	if (vma->vm_pgoff ||
+	    vma_pages(vma) != PAGE_ALIGN(ring->size) >> PAGE_SHIFT ||
+	    !(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	/* Not inherited by fork: the child is not the ring's process. */
+	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND;
+	return remap_vmalloc_range(vma, ring->area, 0);
+}
+
+__poll_t rv_ring_poll(struct rv_ring *ring, struct file *filp,
+		      poll_table *wait)
+{
+	u32 consumer;
+
+	poll_wait(filp, &ring->wait, wait);
+	consumer = READ_ONCE(*ring->consumer);
+	return READ_ONCE(ring->producer) != consumer ?
+	       EPOLLIN | EPOLLRDNORM : 0;
+}

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Event ring tests: the mapping's rules and layout, poll(), the
+ * RLIMIT_MEMLOCK charge, and that a process can only map its own ring and
+ * only harm its own.  Events themselves come with the data path.  Needs
+ * /dev/rv and an RDMA device ($RV_IBDEV).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "rv_test_util.h"
+
+#define ENTRIES 256
+
+/* Locked memory of this process in kB (VmLck), or -1. */
+static long vm_lck_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static int raw_attach(int fd, uint32_t entries)
+{
+	struct rv_attach a;
+	int idx = rv_device_index(rv_test_ibdev());
+
+	if (idx < 0)
+		return idx;
+	rv_attach_init(&a, (uint32_t)idx, 8);
+	a.ring_entries = entries;
+	return rv_ioc(fd, RV_IOCTL_ATTACH, &a);
+}
+
+static void *map_ring(int fd, size_t len, int flags, off_t off)
+{
+	return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, off);
+}
+
+FIXTURE(ring) {
+	int fd;
+	size_t len;
+};
+
+FIXTURE_SETUP(ring)
+{
+	int ret;
+
+	self->fd = -1;
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	self->fd = open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->len = RV_RING_MMAP_SIZE(ENTRIES);
+	/* Before ATTACH there is no ring. */
+	ASSERT_EQ(MAP_FAILED, map_ring(self->fd, self->len, MAP_SHARED, 0));
+	ASSERT_EQ(ENOTCONN, errno);
+	ret = raw_attach(self->fd, ENTRIES);
+	if (ret == -ENODEV)
+		SKIP(return, "no RDMA device %s", rv_test_ibdev());
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(ring, layout)
+{
+	const struct rv_ring_header *hdr;
+	struct pollfd pfd = { .fd = self->fd, .events = POLLIN };
+	void *p;
+
+	p = map_ring(self->fd, self->len, MAP_SHARED, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	hdr = p;
+	EXPECT_EQ(ENTRIES, hdr->entries);
+	EXPECT_EQ(sizeof(struct rv_event), hdr->entry_size);
+	EXPECT_EQ(RV_RING_EVENTS_OFFSET, hdr->events_offset);
+	EXPECT_EQ(0, hdr->producer);
+	EXPECT_EQ(0, hdr->overflows);
+	EXPECT_EQ(0, *(uint32_t *)((char *)p + RV_RING_CONSUMER_OFFSET));
+	/* Nothing pending: poll times out. */
+	EXPECT_EQ(0, poll(&pfd, 1, 20));
+	/* The whole mapping is writable (the consumer index lives in it). */
+	memset((char *)p + RV_RING_EVENTS_OFFSET, 0, ENTRIES * 32);
+	EXPECT_EQ(0, munmap(p, self->len));
+}
+
+TEST_F(ring, bad_mappings)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t rounded = (self->len + page - 1) / page * page;
+
+	/* Another length, another offset, or a private mapping. */
+	EXPECT_EQ(MAP_FAILED, map_ring(self->fd, rounded + page, MAP_SHARED,
+				       0));
+	EXPECT_EQ(EINVAL, errno);
+	if (rounded > (size_t)page) {
+		EXPECT_EQ(MAP_FAILED, map_ring(self->fd, page, MAP_SHARED, 0));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	EXPECT_EQ(MAP_FAILED, map_ring(self->fd, self->len, MAP_SHARED,
+				       page));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(MAP_FAILED, map_ring(self->fd, self->len, MAP_PRIVATE, 0));
+	EXPECT_EQ(EINVAL, errno);
+	/* The page-rounded length is the same mapping. */
+	EXPECT_NE(MAP_FAILED, map_ring(self->fd, rounded, MAP_SHARED, 0));
+}
+
+/* A forked child gets neither the parent's mapping nor a mapping of its own. */
+TEST_F(ring, fork_child)
+{
+	volatile const struct rv_ring_header *hdr;
+	int status;
+	pid_t pid;
+
+	hdr = map_ring(self->fd, self->len, MAP_SHARED, 0);
+	ASSERT_NE(MAP_FAILED, hdr);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		void *p = map_ring(self->fd, self->len, MAP_SHARED, 0);
+
+		if (p != MAP_FAILED || errno != EPERM)
+			_exit(1);
+		/* Not inherited: this faults. */
+		(void)hdr->entries;
+		_exit(2);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	EXPECT_EQ(ENTRIES, hdr->entries);
+}
+
+/* Scribbling on one's own ring leaves another process's ring alone. */
+TEST_F(ring, scribble_is_local)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = self->fd, .events = POLLIN },
+		{ .events = POLLIN },
+	};
+	char *p, *q;
+
+	pfd[1].fd = open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, pfd[1].fd);
+	ASSERT_EQ(0, raw_attach(pfd[1].fd, ENTRIES));
+	p = map_ring(self->fd, self->len, MAP_SHARED, 0);
+	q = map_ring(pfd[1].fd, self->len, MAP_SHARED, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_NE(MAP_FAILED, q);
+
+	memset(p, 0xff, self->len);
+	/* A bogus consumer index makes only this ring look busy. */
+	EXPECT_EQ(1, poll(&pfd[0], 1, 0));
+	EXPECT_EQ(0, poll(&pfd[1], 1, 0));
+	EXPECT_EQ(ENTRIES, ((struct rv_ring_header *)q)->entries);
+	EXPECT_EQ(0, *(uint32_t *)(q + RV_RING_CONSUMER_OFFSET));
+	/* Restored, it is quiet again: the kernel kept its own index. */
+	*(uint32_t *)(p + RV_RING_CONSUMER_OFFSET) = 0;
+	EXPECT_EQ(0, poll(&pfd[0], 1, 0));
+	close(pfd[1].fd);
+}
+
+TEST(poll_before_attach)
+{
+	struct pollfd pfd = { .events = POLLIN };
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	pfd.fd = open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, pfd.fd);
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_TRUE(pfd.revents & POLLERR);
+	close(pfd.fd);
+}
+
+/* Drop CAP_IPC_LOCK from the effective set so RLIMIT_MEMLOCK applies. */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	return 0;
+}
+
+/* The ring is charged to RLIMIT_MEMLOCK (VmLck) and uncharged at close. */
+TEST(memlock_charge)
+{
+	struct rlimit rl = { 256 * 1024, 256 * 1024 };
+	long before, pages;
+	int fd, ret;
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	ASSERT_EQ(0, drop_ipc_lock());
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	before = vm_lck_kb();
+	ASSERT_LE(0, before);
+
+	fd = open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	/* 32 MiB of ring: over the limit, and nothing is left attached. */
+	ret = raw_attach(fd, RV_MAX_RING_ENTRIES);
+	if (ret == -ENODEV)
+		SKIP(return, "no RDMA device");
+	EXPECT_EQ(-ENOMEM, ret);
+	EXPECT_EQ(before, vm_lck_kb());
+	EXPECT_EQ(MAP_FAILED, map_ring(fd, 4096, MAP_SHARED, 0));
+	EXPECT_EQ(ENOTCONN, errno);
+
+	/* 4096 entries (128 KiB + header) fit. */
+	ASSERT_EQ(0, raw_attach(fd, 4096));
+	pages = (RV_RING_MMAP_SIZE(4096) + 4095) / 4096;
+	EXPECT_EQ(before + pages * 4, vm_lck_kb());
+	close(fd);
+	EXPECT_EQ(before, vm_lck_kb());
+}
+
+TEST(librv_ring)
+{
+	struct rv_event ev[4];
+	struct rv_attach a;
+	struct rv *rv;
+	int idx;
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	ASSERT_EQ(0, rv_open(&rv, 0));
+	EXPECT_EQ(-ENOTCONN, rv_poll_events(rv, ev, 4));
+	EXPECT_EQ(-ENOTCONN, rv_wait_events(rv, 0));
+	EXPECT_EQ(0, rv_ring_overflows(rv));
+	idx = rv_device_index(rv_test_ibdev());
+	if (idx < 0)
+		SKIP(rv_close(rv); return, "no RDMA device");
+	rv_attach_init(&a, (uint32_t)idx, 4);
+	ASSERT_LE(0, rv_attach(rv, &a));
+	EXPECT_EQ(0, rv_poll_events(rv, ev, 4));
+	EXPECT_EQ(-EINVAL, rv_poll_events(rv, NULL, 4));
+	EXPECT_EQ(0, rv_poll_events(rv, NULL, 0));
+	EXPECT_EQ(0, rv_wait_events(rv, 20));
+	EXPECT_EQ(0, rv_ring_overflows(rv));
+	rv_close(rv);
+}
+
+TEST_HARNESS_MAIN

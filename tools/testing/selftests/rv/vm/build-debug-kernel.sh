@@ -1,0 +1,180 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# build-debug-kernel.sh - build (once) the rv debug kernel for the test VMs.
+#
+# Usage: build-debug-kernel.sh [-f] [-q]
+#
+#   -f   rebuild even when the cache already holds this kernel
+#   -q   only print the cache directory (build if needed, log to a file)
+#
+# Builds Linux 6.1 from Debian's linux-source-6.1 tarball with
+# "make tinyconfig" + debug-kernel.config (next to this script): the few
+# drivers the VMs need built in, plus KASAN, lockdep, kmemleak, fault
+# injection and UBSAN.  The result is cached outside the repo, keyed by the
+# fragment, the source package and the compiler:
+#
+#   ${RV_DEBUG_KERNEL_CACHE:-/var/cache/rv-debug-kernel}/<key>/
+#     bzImage          the kernel (rv-vm --kernel / run_tests.sh -k)
+#     linux/           source + object tree: KDIR for out-of-tree rv.ko
+#     modroot/lib/modules/<release>/   modules.dep/.builtin (--modules)
+#     release          uname -r of the kernel
+#     stamp            written last; its presence means "complete"
+#
+# The last line on stdout is the cache directory.  The build runs under
+# nice -n 19 with -j${RV_DEBUG_KERNEL_JOBS:-2}: other engineers run
+# CPU-heavy VM tests on the same machine.
+#
+# Env: RV_DEBUG_KERNEL_CACHE, RV_DEBUG_KERNEL_JOBS, LINUX_SRC_TAR.
+
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+fragment=$here/debug-kernel.config
+tarball=${LINUX_SRC_TAR:-/usr/src/linux-source-6.1.tar.xz}
+cache=${RV_DEBUG_KERNEL_CACHE:-/var/cache/rv-debug-kernel}
+jobs=${RV_DEBUG_KERNEL_JOBS:-2}
+# Bump when the build recipe below changes in a way the key cannot see.
+recipe=1
+
+usage() {
+	sed -n '4,9s/^# \{0,1\}//p' "$0"
+	exit "${1:-2}"
+}
+
+die() {
+	echo "build-debug-kernel: $*" >&2
+	exit 1
+}
+
+force=0 quiet=0
+while getopts "fqh" opt; do
+	case $opt in
+	f) force=1 ;;
+	q) quiet=1 ;;
+	h) usage 0 ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[[ $# -eq 0 ]] || usage
+
+[[ -r $tarball ]] || die "no $tarball (apt-get install linux-source-6.1)"
+[[ -r $fragment ]] || die "no $fragment"
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || die "bad RV_DEBUG_KERNEL_JOBS=$jobs"
+
+# Cache key: what decides the kernel's bits.  The source package version
+# (or, for a tarball from elsewhere, its size and mtime), the fragment and
+# the compiler (out-of-tree modules must be built with the same one).
+srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || true)
+key=$( {
+	echo "recipe $recipe"
+	echo "source $srcver $(stat -c '%s %Y' "$tarball")"
+	gcc --version | head -n1
+	cat "$fragment"
+} | sha1sum | cut -c1-16)
+dir=$cache/$key
+
+mkdir -p "$cache"
+# One builder per key; a second caller waits and then finds the stamp.
+exec 9>"$cache/$key.lock"
+flock 9
+
+if [[ $force -eq 0 && -e $dir/stamp ]]; then
+	[[ $quiet -eq 1 ]] || echo "build-debug-kernel: cached: $(cat "$dir/stamp")" >&2
+	echo "$dir"
+	exit 0
+fi
+
+# Build in place: kbuild records absolute paths, and out-of-tree modules
+# need this very tree, so it cannot be renamed afterwards.  "Complete" is
+# the stamp, written last; an interrupted build is redone from scratch.
+rm -rf "$dir"
+mkdir -p "$dir"
+log=$dir/build.log
+if [[ $quiet -eq 1 ]]; then
+	exec 3>"$log"
+else
+	exec 3> >(tee "$log" >&2)
+fi
+
+# Quiet mode hides the log: show its end when a step fails.
+on_exit() {
+	local rc=$?
+	[[ $rc -eq 0 ]] && return
+	tail -n 40 "$log" >&2
+	echo "build-debug-kernel: failed, log: $log" >&2
+}
+trap on_exit EXIT
+
+start=$(date +%s)
+echo "build-debug-kernel: building $dir (source $srcver, -j$jobs, nice 19)" >&3
+
+lowprio() {
+	nice -n 19 "$@"
+}
+
+lowprio tar -xJf "$tarball" -C "$dir"
+mv "$dir/linux-source-6.1" "$dir/linux"
+src=$dir/linux
+kmake() {
+	lowprio make -C "$src" ARCH=x86_64 -j"$jobs" "$@"
+}
+
+kmake tinyconfig >&3 2>&1
+
+# Apply the fragment with scripts/config.  Lines are Kconfig syntax:
+# CONFIG_X=y|m|n, CONFIG_X=<number>, CONFIG_X="string",
+# "# CONFIG_X is not set".
+apply=()
+while IFS= read -r line; do
+	if [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set$ ]]; then
+		apply+=(--disable "${BASH_REMATCH[1]#CONFIG_}")
+	elif [[ $line =~ ^(CONFIG_[A-Za-z0-9_]+)=(.*)$ ]]; then
+		sym=${BASH_REMATCH[1]#CONFIG_} val=${BASH_REMATCH[2]}
+		case $val in
+		y) apply+=(--enable "$sym") ;;
+		m) apply+=(--module "$sym") ;;
+		n) apply+=(--disable "$sym") ;;
+		\"*\") val=${val#\"}; apply+=(--set-str "$sym" "${val%\"}") ;;
+		*) apply+=(--set-val "$sym" "$val") ;;
+		esac
+	fi
+done <"$fragment"
+"$src/scripts/config" --file "$src/.config" "${apply[@]}"
+# Twice: a symbol whose dependency only became visible in the first pass
+# (a choice, say) gets its fragment value in the second.
+"$src/scripts/config" --file "$src/.config" "${apply[@]}"
+kmake olddefconfig >&3 2>&1
+
+# Fail loudly when Kconfig dropped anything the fragment asks for.
+missing=()
+while IFS= read -r line; do
+	if [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set$ ]]; then
+		grep -qE "^${BASH_REMATCH[1]}=" "$src/.config" && missing+=("$line")
+	elif [[ $line =~ ^CONFIG_[A-Za-z0-9_]+=n$ ]]; then
+		grep -qE "^${line%=n}=" "$src/.config" && missing+=("$line")
+	elif [[ $line =~ ^CONFIG_ ]]; then
+		grep -qxF -- "$line" "$src/.config" || missing+=("$line")
+	fi
+done <"$fragment"
+if [[ ${#missing[@]} -gt 0 ]]; then
+	printf '  %s\n' "${missing[@]}" >&2
+	die "the .config lacks ${#missing[@]} fragment line(s) above (unmet dependencies?); see $src/.config"
+fi
+
+# bzImage, and "modules" for Module.symvers (needed by out-of-tree modules)
+# and modules.builtin (rv-vm's initramfs builder skips built-in modules).
+kmake bzImage modules >&3 2>&1
+release=$(kmake -s kernelrelease)
+rm -rf "$dir/modroot"
+kmake INSTALL_MOD_PATH="$dir/modroot" modules_install >&3 2>&1
+[[ -r $dir/modroot/lib/modules/$release/modules.builtin ]] ||
+	die "modules_install produced no modules.builtin"
+cp "$src/arch/x86/boot/bzImage" "$dir/bzImage"
+echo "$release" >"$dir/release"
+
+secs=$(($(date +%s) - start))
+echo "$release built $(date -u +%FT%TZ) in ${secs}s (-j$jobs)" >"$dir/stamp"
+echo "build-debug-kernel: done: $(cat "$dir/stamp")" >&3
+echo "$dir"
