@@ -21,6 +21,10 @@
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
+ *
+ *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock, and
+ *   rv_conn_list_lock -> rv_conn.lock under rv_device.jobs_lock; rdma_cm
+ *   handlers take only those two.
  */
 #ifndef RV_H
 #define RV_H
@@ -93,6 +97,8 @@ struct rv_job_params {
  * @slots: slot index -> attached rv_file; allocation is serialised by the
  *	xarray's own lock
  * @pd: the job's kernel PD; protected by @dev->rwsem, NULL after removal
+ * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
+ *	for its locking
  */
 struct rv_job {
 	struct kref kref;
@@ -102,6 +108,7 @@ struct rv_job {
 	struct rv_job_params params;
 	struct xarray slots;
 	struct ib_pd *pd;
+	struct list_head conns;
 };
 
 /**
@@ -113,6 +120,8 @@ struct rv_job {
  *	one allowed to use the file's job-bound commands
  * @ring_entries: event ring size requested at ATTACH
  * @mr_cache_bytes: MR cache limit requested at ATTACH
+ * @conns: connection handle -> struct rv_conn (one reference each);
+ *	changed under @lock
  */
 struct rv_file {
 	struct mutex lock; /* protects the fields below */
@@ -121,6 +130,7 @@ struct rv_file {
 	struct mm_struct *mm;
 	u32 ring_entries;
 	u64 mr_cache_bytes;
+	struct xarray conns;
 };
 
 /* A command's user buffer, as the dispatcher saw it. */

@@ -8,6 +8,7 @@
  * back through rv_ucmd_respond().
  */
 #include "rv.h"
+#include "rv_conn.h"
 
 #include <linux/compat.h>
 #include <linux/fs.h>
@@ -22,7 +23,7 @@
 
 /* Write back the kernel's answer, never more than the caller provided. */
 int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
-			   size_t cmd_len)
+		    size_t cmd_len)
 {
 	if (copy_to_user(ucmd->ubuffer, cmd, min_t(size_t, ucmd->user_size,
 						   cmd_len)))
@@ -38,6 +39,10 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 union rv_ucmd_buffer {
 	struct rv_query query;
 	struct rv_attach attach;
+	struct rv_conn_create conn_create;
+	struct rv_conn_connect conn_connect;
+	struct rv_conn_query conn_query;
+	struct rv_conn_destroy conn_destroy;
 };
 
 struct rv_ioctl_op {
@@ -57,14 +62,25 @@ struct rv_ioctl_op {
 	}
 
 static const struct rv_ioctl_op rv_ioctl_ops[] = {
+	/* Minimum size 64: the fields from cm_port on were appended. */
 	RV_IOCTL_OP(RV_CMD_QUERY, rv_cmd_query, struct rv_query,
 		    default_mr_cache_bytes),
 	RV_IOCTL_OP(RV_CMD_ATTACH, rv_cmd_attach, struct rv_attach,
 		    mr_cache_bytes),
+	RV_IOCTL_OP(RV_CMD_CONN_CREATE, rv_cmd_conn_create,
+		    struct rv_conn_create, recv_depth),
+	RV_IOCTL_OP(RV_CMD_CONN_CONNECT, rv_cmd_conn_connect,
+		    struct rv_conn_connect, timeout_ms),
+	RV_IOCTL_OP(RV_CMD_CONN_QUERY, rv_cmd_conn_query,
+		    struct rv_conn_query, attempts),
+	RV_IOCTL_OP(RV_CMD_CONN_DESTROY, rv_cmd_conn_destroy,
+		    struct rv_conn_destroy, handles),
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
-static_assert(sizeof(struct rv_query) == 64);
+static_assert(sizeof(struct rv_query) == 80);
+static_assert(offsetof(struct rv_query, cm_port) == 64);
+static_assert(offsetof(struct rv_query, conn_query_flags) == 76);
 static_assert(offsetof(struct rv_query, cmd_mask) == 8);
 static_assert(offsetof(struct rv_query, attach_flags) == 16);
 static_assert(offsetof(struct rv_query, default_ring_entries) == 52);
@@ -76,6 +92,24 @@ static_assert(offsetof(struct rv_attach, job_key) == 24);
 static_assert(offsetof(struct rv_attach, num_conn) == 40);
 static_assert(offsetof(struct rv_attach, slot) == 52);
 static_assert(offsetof(struct rv_attach, mr_cache_bytes) == 56);
+static_assert(sizeof(struct rv_conn_create) == 160);
+static_assert(offsetof(struct rv_conn_create, handle) == 12);
+static_assert(offsetof(struct rv_conn_create, addr) == 16);
+static_assert(offsetof(struct rv_conn_create, conn_id) == 144);
+static_assert(offsetof(struct rv_conn_create, recv_depth) == 156);
+static_assert(sizeof(struct rv_conn_connect) == 16);
+static_assert(offsetof(struct rv_conn_connect, timeout_ms) == 12);
+static_assert(sizeof(struct rv_conn_query) == 64);
+static_assert(offsetof(struct rv_conn_query, state) == 16);
+static_assert(offsetof(struct rv_conn_query, generation) == 32);
+static_assert(offsetof(struct rv_conn_query, conn_id) == 40);
+static_assert(offsetof(struct rv_conn_query, attempts) == 56);
+static_assert(sizeof(struct rv_conn_destroy) == 16);
+static_assert(offsetof(struct rv_conn_destroy, handles) == 12);
+/* The listener and the requests carry no more than this. */
+static_assert(sizeof(struct rv_cm_req_pdata) == 32);
+static_assert(sizeof(struct rv_cm_rep_pdata) == 8);
+static_assert(sizeof(struct rv_cm_rej_pdata) == 8);
 
 static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 			void *arg)
@@ -101,6 +135,10 @@ static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->default_slot_bits = rv_default_slot_bits;
 	cmd->default_ring_entries = rv_default_ring_entries;
 	cmd->default_mr_cache_bytes = rv_default_mr_cache_bytes;
+	cmd->cm_port = rv_cm_port;
+	cmd->conn_wqe_budget = rv_conn_wqe_budget;
+	cmd->conn_timeout_ms = rv_conn_timeout_ms;
+	cmd->conn_query_flags = RV_CONN_QUERY_F_WAIT;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
 
@@ -265,6 +303,7 @@ static int rv_open(struct inode *inode, struct file *filp)
 	if (!rf)
 		return -ENOMEM;
 	mutex_init(&rf->lock);
+	rv_conn_file_init(rf);
 	filp->private_data = rf;
 	return nonseekable_open(inode, filp);
 }
@@ -274,6 +313,8 @@ static int rv_release(struct inode *inode, struct file *filp)
 	struct rv_file *rf = filp->private_data;
 
 	mutex_lock(&rf->lock);
+	/* Handles first: a connection never outlives its job. */
+	rv_conn_file_release(rf);
 	rv_job_detach(rf);
 	if (rf->mm)
 		mmdrop(rf->mm);

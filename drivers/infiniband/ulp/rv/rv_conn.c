@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Connections: the job's shared pool of num_conn RC QPs to one remote
+ * node, the per-file handles on them and the CONN_* commands.  The rdma_cm
+ * side (listener, requests, attempts, retries) is in rv_cm.c.
+ */
+#include "rv.h"
+#include "rv_conn.h"
+
+#include <linux/idr.h>
+#include <linux/inet.h>
+#include <linux/slab.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+
+static DEFINE_IDA(rv_conn_ida);
+
+static bool rv_addr_equal(const struct sockaddr_storage *a,
+			  const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
+}
+
+/* Addresses compare as big-endian byte strings; same family assumed. */
+static int rv_addr_cmp(const struct sockaddr_storage *a,
+		       const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+
+	if (a->ss_family == AF_INET)
+		return memcmp(&a4->sin_addr, &b4->sin_addr,
+			      sizeof(a4->sin_addr));
+	return memcmp(&a6->sin6_addr, &b6->sin6_addr, sizeof(a6->sin6_addr));
+}
+
+bool rv_conn_addr_match(const struct rv_conn *conn,
+			const struct sockaddr *local,
+			const struct sockaddr *remote)
+{
+	struct sockaddr_storage l = {}, r = {};
+
+	memcpy(&l, local, local->sa_family == AF_INET ?
+	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	memcpy(&r, remote, remote->sa_family == AF_INET ?
+	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	return rv_addr_equal(&conn->local, &l) &&
+	       rv_addr_equal(&conn->remote, &r);
+}
+
+/* Validate CONN_CREATE's address; the port defaults to cm_port. */
+static int rv_conn_parse_addr(const struct rv_conn_create *cmd,
+			      struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	sa_family_t family;
+
+	if (cmd->addr_len < sizeof(family) ||
+	    cmd->addr_len > RV_CONN_ADDR_MAX ||
+	    memchr_inv(cmd->addr + cmd->addr_len, 0,
+		       RV_CONN_ADDR_MAX - cmd->addr_len))
+		return -EINVAL;
+	memcpy(&family, cmd->addr, sizeof(family));
+
+	memset(ss, 0, sizeof(*ss));
+	switch (family) {
+	case AF_INET:
+		if (cmd->addr_len != sizeof(*sin))
+			return -EINVAL;
+		memcpy(sin, cmd->addr, sizeof(*sin));
+		if (ipv4_is_zeronet(sin->sin_addr.s_addr) ||
+		    ipv4_is_multicast(sin->sin_addr.s_addr) ||
+		    ipv4_is_lbcast(sin->sin_addr.s_addr))
+			return -EINVAL;
+		if (!sin->sin_port)
+			sin->sin_port = htons(rv_cm_port);
+		return 0;
+	case AF_INET6:
+		if (cmd->addr_len != sizeof(*sin6))
+			return -EINVAL;
+		memcpy(sin6, cmd->addr, sizeof(*sin6));
+		if (ipv6_addr_any(&sin6->sin6_addr) ||
+		    ipv6_addr_is_multicast(&sin6->sin6_addr))
+			return -EINVAL;
+		if (!sin6->sin6_port)
+			sin6->sin6_port = htons(rv_cm_port);
+		return 0;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+/*
+ * The job's source address: its GID as an IP address.  A link-local IPv6
+ * address gets the GID's netdev as scope.  Caller holds dev->rwsem, the
+ * device not removed.
+ */
+static int rv_conn_local_addr(struct rv_job *job, struct sockaddr_storage *ss)
+{
+	const struct ib_gid_attr *attr;
+	struct net_device *ndev;
+
+	attr = rdma_get_gid_attr(job->dev->ibdev, job->params.port_num,
+				 job->params.gid_index);
+	if (IS_ERR(attr))
+		return -EADDRNOTAVAIL;
+	memset(ss, 0, sizeof(*ss));
+	rdma_gid2ip((struct sockaddr *)ss, &attr->gid);
+	if (ss->ss_family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		if (ipv6_addr_type(&sin6->sin6_addr) & IPV6_ADDR_LINKLOCAL) {
+			rcu_read_lock();
+			ndev = rdma_read_gid_attr_ndev_rcu(attr);
+			if (!IS_ERR(ndev))
+				sin6->sin6_scope_id = ndev->ifindex;
+			rcu_read_unlock();
+		}
+	}
+	rdma_put_gid_attr(attr);
+	return 0;
+}
+
+/*
+ * Caller holds the job's dev->rwsem for read (device not removed) and
+ * rv_conn_list_lock.
+ */
+static struct rv_conn *rv_conn_alloc(struct rv_job *job,
+				     const struct sockaddr_storage *local,
+				     const struct sockaddr_storage *remote)
+{
+	struct ib_device *ibdev = job->dev->ibdev;
+	u32 num_conn = job->params.num_conn;
+	struct rv_conn *conn;
+	u32 depth, i;
+	int ret;
+
+	conn = kzalloc(struct_size(conn, qps, num_conn), GFP_KERNEL);
+	if (!conn)
+		return ERR_PTR(-ENOMEM);
+	ret = ida_alloc_min(&rv_conn_ida, 1, GFP_KERNEL);
+	if (ret < 0)
+		goto out_free_conn;
+	conn->id = ret;
+
+	depth = rv_conn_wqe_budget / num_conn;
+	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr);
+	depth = min_t(u32, depth, ibdev->attrs.max_cqe / 2);
+
+	kref_init(&conn->kref);
+	conn->job = job;
+	conn->local = *local;
+	conn->remote = *remote;
+	conn->client = rv_addr_cmp(local, remote) < 0;
+	conn->num_conn = num_conn;
+	conn->depth = depth;
+	mutex_init(&conn->lock);
+	init_waitqueue_head(&conn->wait);
+	conn->timeout = msecs_to_jiffies(rv_conn_timeout_ms);
+
+	for (i = 0; i < num_conn; i++) {
+		struct rv_conn_qp *qp = &conn->qps[i];
+
+		qp->conn = conn;
+		qp->index = i;
+		rv_cm_qp_init(qp);
+		qp->cq = ib_alloc_cq(ibdev, qp, 2 * depth,
+				     i % ibdev->num_comp_vectors,
+				     IB_POLL_WORKQUEUE);
+		if (IS_ERR(qp->cq)) {
+			ret = PTR_ERR(qp->cq);
+			qp->cq = NULL;
+			goto out_free_cqs;
+		}
+	}
+	rv_conn_dbg(conn, "created: %u QPs of depth %u, %s\n", num_conn, depth,
+		    conn->client ? "client" : "server");
+	return conn;
+
+out_free_cqs:
+	while (i--)
+		ib_free_cq(conn->qps[i].cq);
+	mutex_destroy(&conn->lock);
+	ida_free(&rv_conn_ida, conn->id);
+out_free_conn:
+	kfree(conn);
+	return ERR_PTR(ret);
+}
+
+/**
+ * rv_conn_release_ib - disconnect and destroy the QPs, CQs and cm_ids
+ * @conn: the connection
+ * @reason: RV_CONN_REASON_* reported from now on
+ *
+ * Called by the last put with the device's rwsem held for read, and by
+ * device removal with it held for write, so never twice at once; the
+ * second call does nothing.  Holds neither rv_conn_list_lock nor
+ * @conn->lock while destroying cm_ids (rdma_destroy_id() waits for the
+ * id's running handler, which takes them).
+ */
+static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
+{
+	struct rdma_cm_id *ids[2 * RV_MAX_CONN_PER_NODE];
+	unsigned int n = 0, i;
+
+	mutex_lock(&conn->lock);
+	if (conn->dead) {
+		mutex_unlock(&conn->lock);
+		return;
+	}
+	conn->dead = true;
+	mutex_unlock(&conn->lock);
+
+	/* No work can be queued again: every kick checks @dead. */
+	for (i = 0; i < conn->num_conn; i++)
+		cancel_delayed_work_sync(&conn->qps[i].work);
+
+	mutex_lock(&conn->lock);
+	for (i = 0; i < conn->num_conn; i++) {
+		struct rv_conn_qp *qp = &conn->qps[i];
+
+		if (qp->cm_id)
+			ids[n++] = qp->cm_id;
+		if (qp->dead_id)
+			ids[n++] = qp->dead_id;
+		qp->cm_id = NULL;
+		qp->dead_id = NULL;
+		qp->state = RV_QP_FAILED;
+		qp->reason = reason;
+	}
+	rv_conn_update_state(conn);
+	mutex_unlock(&conn->lock);
+
+	for (i = 0; i < n; i++)
+		rv_cm_destroy_id(ids[i]);
+	for (i = 0; i < conn->num_conn; i++) {
+		if (conn->qps[i].cq)
+			ib_free_cq(conn->qps[i].cq);
+		conn->qps[i].cq = NULL;
+	}
+	conn->ib_released = true;
+	rv_conn_dbg(conn, "released, reason %u\n", reason);
+}
+
+/*
+ * kref release, called by kref_put_mutex() with rv_conn_list_lock held
+ * and the device's rwsem held for read by rv_conn_put().
+ */
+static void rv_conn_unlink(struct kref *kref)
+{
+	struct rv_conn *conn = container_of(kref, struct rv_conn, kref);
+
+	list_del(&conn->list);
+	list_del(&conn->job_list);
+	mutex_unlock(&rv_conn_list_lock);
+
+	rv_conn_release_ib(conn, RV_CONN_REASON_NONE);
+	mutex_destroy(&conn->lock);
+	ida_free(&rv_conn_ida, conn->id);
+	kfree(conn);
+}
+
+/*
+ * Drop a reference.  The caller may hold rv_file.lock but no lock below
+ * it in the order: the last put takes the device's rwsem and tears down.
+ */
+static void rv_conn_put(struct rv_conn *conn)
+{
+	struct rv_device *dev = conn->job->dev;
+
+	down_read(&dev->rwsem);
+	kref_put_mutex(&conn->kref, rv_conn_unlink, &rv_conn_list_lock);
+	up_read(&dev->rwsem);
+}
+
+/* A new handle on the job's connection to @remote; creates it if needed. */
+static struct rv_conn *rv_conn_get(struct rv_job *job,
+				   const struct sockaddr_storage *remote)
+{
+	struct rv_device *dev = job->dev;
+	struct sockaddr_storage local;
+	struct rv_conn *conn;
+	int ret;
+
+	down_read(&dev->rwsem);
+	if (dev->removed || !job->pd) {
+		ret = -ENODEV;
+		goto out_unlock_dev;
+	}
+	ret = rv_conn_local_addr(job, &local);
+	if (ret)
+		goto out_unlock_dev;
+	if (local.ss_family != remote->ss_family ||
+	    rv_addr_equal(&local, remote)) {
+		ret = -EINVAL;
+		goto out_unlock_dev;
+	}
+
+	mutex_lock(&rv_conn_list_lock);
+	list_for_each_entry(conn, &job->conns, job_list) {
+		if (rv_addr_equal(&conn->remote, remote) &&
+		    rv_addr_equal(&conn->local, &local) &&
+		    /* sin_port and sin6_port are at the same offset */
+		    ((struct sockaddr_in *)&conn->remote)->sin_port ==
+		    ((const struct sockaddr_in *)remote)->sin_port) {
+			kref_get(&conn->kref);
+			goto out_found;
+		}
+	}
+	conn = rv_conn_alloc(job, &local, remote);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+		goto out_unlock_list;
+	}
+	list_add_tail(&conn->list, &rv_conns);
+	list_add_tail(&conn->job_list, &job->conns);
+
+out_found:
+	mutex_lock(&conn->lock);
+	conn->handles++;
+	mutex_unlock(&conn->lock);
+	mutex_unlock(&rv_conn_list_lock);
+	up_read(&dev->rwsem);
+	return conn;
+
+out_unlock_list:
+	mutex_unlock(&rv_conn_list_lock);
+out_unlock_dev:
+	up_read(&dev->rwsem);
+	return ERR_PTR(ret);
+}
+
+/* Drop a handle's reference; caller holds rf->lock, the handle is gone. */
+static u32 rv_conn_put_handle(struct rv_conn *conn)
+{
+	u32 left;
+
+	mutex_lock(&conn->lock);
+	left = --conn->handles;
+	mutex_unlock(&conn->lock);
+	rv_conn_put(conn);
+	return left;
+}
+
+static bool rv_conn_settled(struct rv_conn *conn)
+{
+	u32 state = READ_ONCE(conn->state);
+
+	return state == RV_CONN_STATE_CONNECTED ||
+	       state == RV_CONN_STATE_ERROR;
+}
+
+/**
+ * rv_conn_update_state - recompute the connection state from its QPs
+ * @conn: the connection, @conn->lock held
+ *
+ * Wakes CONN_QUERY waiters when the state changes; each transition into
+ * CONNECTED advances the generation.
+ */
+void rv_conn_update_state(struct rv_conn *conn)
+{
+	u32 state, reason = RV_CONN_REASON_NONE, connected = 0, i;
+	bool failed = false, busy = false;
+
+	lockdep_assert_held(&conn->lock);
+	for (i = 0; i < conn->num_conn; i++) {
+		const struct rv_conn_qp *qp = &conn->qps[i];
+
+		if (qp->state == RV_QP_CONNECTED)
+			connected++;
+		else if (qp->reason && (!reason || qp->state == RV_QP_FAILED))
+			reason = qp->reason;
+		if (qp->state == RV_QP_FAILED)
+			failed = true;
+		if (qp->state == RV_QP_CONNECTING || qp->state == RV_QP_RETRY)
+			busy = true;
+	}
+
+	if (connected == conn->num_conn) {
+		state = RV_CONN_STATE_CONNECTED;
+		reason = RV_CONN_REASON_NONE;
+	} else if (failed) {
+		state = RV_CONN_STATE_ERROR;
+	} else if (conn->started || connected || busy) {
+		state = RV_CONN_STATE_CONNECTING;
+	} else {
+		state = RV_CONN_STATE_IDLE;
+	}
+
+	conn->connected = connected;
+	conn->reason = reason;
+	if (state == conn->state)
+		return;
+	if (state == RV_CONN_STATE_CONNECTED)
+		conn->generation++;
+	rv_conn_dbg(conn, "state %u -> %u reason %u generation %llu\n",
+		    conn->state, state, reason, conn->generation);
+	WRITE_ONCE(conn->state, state);
+	wake_up_all(&conn->wait);
+}
+
+/**
+ * rv_conn_job_release_ib - release the ib resources of the job's connections
+ * @job: the job
+ *
+ * Called from rv_job_release_ib() before the job's PD goes, with the
+ * device's rwsem held (for write by device removal: the connections then
+ * report RV_CONN_REASON_DEVICE_REMOVED).  @job->conns cannot change: that
+ * needs the rwsem for read.
+ */
+void rv_conn_job_release_ib(struct rv_job *job)
+{
+	struct rv_conn *conn;
+
+	list_for_each_entry(conn, &job->conns, job_list)
+		rv_conn_release_ib(conn, RV_CONN_REASON_DEVICE_REMOVED);
+}
+
+void rv_conn_file_init(struct rv_file *rf)
+{
+	xa_init_flags(&rf->conns, XA_FLAGS_ALLOC1);
+}
+
+/* Drop every handle of a closing file; rf->lock held, before detach. */
+void rv_conn_file_release(struct rv_file *rf)
+{
+	struct rv_conn *conn;
+	unsigned long handle;
+
+	xa_for_each(&rf->conns, handle, conn) {
+		xa_erase(&rf->conns, handle);
+		rv_conn_put_handle(conn);
+	}
+	xa_destroy(&rf->conns);
+}
+
+/* Look up a handle of @rf; rf->lock held. */
+static struct rv_conn *rv_conn_lookup(struct rv_file *rf, u32 handle)
+{
+	return handle ? xa_load(&rf->conns, handle) : NULL;
+}
+
+int rv_cmd_conn_create(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		       void *arg)
+{
+	struct rv_conn_create *cmd = arg;
+	struct sockaddr_storage remote;
+	struct rv_conn *conn;
+	u32 handle;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	ret = rv_conn_parse_addr(cmd, &remote);
+	if (ret)
+		return ret;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	ret = rv_cm_listen();
+	if (ret)
+		goto out_unlock;
+
+	conn = rv_conn_get(rf->job, &remote);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+		goto out_unlock;
+	}
+	ret = xa_alloc(&rf->conns, &handle, conn,
+		       XA_LIMIT(1, RV_CONN_MAX_HANDLES), GFP_KERNEL);
+	if (ret) {
+		if (ret == -EBUSY)
+			ret = -ENOSPC;
+		goto out_put;
+	}
+
+	cmd->handle = handle;
+	cmd->conn_id = conn->id;
+	cmd->num_conn = conn->num_conn;
+	cmd->send_depth = conn->depth;
+	cmd->recv_depth = conn->depth;
+	/* A caller that cannot learn its handle must not keep it. */
+	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+	if (ret) {
+		xa_erase(&rf->conns, handle);
+		goto out_put;
+	}
+	mutex_unlock(&rf->lock);
+	return 0;
+
+out_put:
+	rv_conn_put_handle(conn);
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+int rv_cmd_conn_connect(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg)
+{
+	struct rv_conn_connect *cmd = arg;
+	struct rv_conn *conn;
+	u32 timeout_ms, i;
+	int ret;
+
+	if (cmd->flags || cmd->timeout_ms > RV_CONN_TIMEOUT_MAX_MS)
+		return -EINVAL;
+	timeout_ms = cmd->timeout_ms ?: rv_conn_timeout_ms;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	conn = rv_conn_lookup(rf, cmd->handle);
+	if (!conn) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+
+	mutex_lock(&conn->lock);
+	if (conn->dead) {
+		ret = -ENODEV;
+		goto out_unlock_conn;
+	}
+	/* Idempotent while establishing or established. */
+	if (conn->started && conn->state != RV_CONN_STATE_ERROR)
+		goto out_unlock_conn;
+
+	conn->started = true;
+	conn->timeout = msecs_to_jiffies(timeout_ms);
+	conn->deadline = jiffies + conn->timeout;
+	for (i = 0; i < conn->num_conn; i++) {
+		struct rv_conn_qp *qp = &conn->qps[i];
+
+		if (conn->client) {
+			/* The QP's work starts the attempt. */
+			if (qp->state == RV_QP_IDLE ||
+			    qp->state == RV_QP_FAILED) {
+				qp->state = RV_QP_RETRY;
+				qp->reason = RV_CONN_REASON_NONE;
+			}
+			rv_cm_kick(qp, 0);
+		} else {
+			/* The work times the server side out. */
+			if (qp->state == RV_QP_FAILED) {
+				qp->state = RV_QP_IDLE;
+				qp->reason = RV_CONN_REASON_NONE;
+			}
+			rv_cm_kick(qp, conn->timeout);
+		}
+	}
+	rv_conn_update_state(conn);
+
+out_unlock_conn:
+	mutex_unlock(&conn->lock);
+out_unlock:
+	mutex_unlock(&rf->lock);
+	if (!ret)
+		ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+	return ret;
+}
+
+int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		      void *arg)
+{
+	struct rv_conn_query *cmd = arg;
+	struct rv_conn *conn;
+	long left;
+	int ret;
+
+	if (cmd->flags & ~RV_CONN_QUERY_F_WAIT)
+		return -EINVAL;
+	if (cmd->timeout_ms > RV_CONN_TIMEOUT_MAX_MS ||
+	    (cmd->timeout_ms && !(cmd->flags & RV_CONN_QUERY_F_WAIT)))
+		return -EINVAL;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	conn = rv_conn_lookup(rf, cmd->handle);
+	if (!conn) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	/* Keeps the connection while waiting without rf->lock. */
+	kref_get(&conn->kref);
+	mutex_unlock(&rf->lock);
+
+	if (cmd->timeout_ms) {
+		unsigned long t = msecs_to_jiffies(cmd->timeout_ms);
+
+		left = wait_event_interruptible_timeout(conn->wait,
+							rv_conn_settled(conn),
+							t);
+		if (left < 0) {
+			ret = -EINTR;
+			goto out_put;
+		}
+	}
+
+	mutex_lock(&conn->lock);
+	cmd->state = conn->state;
+	cmd->reason = conn->reason;
+	cmd->num_conn = conn->num_conn;
+	cmd->connected = conn->connected;
+	cmd->generation = conn->generation;
+	cmd->conn_id = conn->id;
+	cmd->role = conn->client ? RV_CONN_ROLE_CLIENT : RV_CONN_ROLE_SERVER;
+	cmd->handles = conn->handles;
+	cmd->rejects = conn->rejects;
+	cmd->attempts = conn->attempts;
+	mutex_unlock(&conn->lock);
+	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+
+out_put:
+	rv_conn_put(conn);
+	return ret;
+
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+int rv_cmd_conn_destroy(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg)
+{
+	struct rv_conn_destroy *cmd = arg;
+	struct rv_conn *conn;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	conn = cmd->handle ? xa_erase(&rf->conns, cmd->handle) : NULL;
+	if (!conn) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	cmd->handles = rv_conn_put_handle(conn);
+	mutex_unlock(&rf->lock);
+	/* The handle is gone either way; EFAULT only says the answer is lost. */
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+int rv_conn_init(void)
+{
+	return rv_cm_init();
+}
+
+/* Module unload: no file is open, so no connection is left. */
+void rv_conn_exit(void)
+{
+	rv_cm_exit();
+	ida_destroy(&rv_conn_ida);
+}
