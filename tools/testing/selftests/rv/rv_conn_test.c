@@ -10,7 +10,7 @@
  * job key KEY, sleeps DELAY_MS, creates and connects a connection to each
  * PEER (a.b.c.d or a.b.c.d:port) with TIMEOUT_MS, waits for each to settle
  * (at most TIMEOUT_MS + 10 s), and writes one line per peer to
- * STATUS_FILE (atomically, via rename) followed by "result ok" or
+ * STATUS_FILE (atomically, via rename; stdout without -s) followed by "result ok" or
  * "result fail".  EXPECT is "connected" (default) or the name of the
  * error reason expected (e.g. "unreachable").  Exit status 0 when every
  * peer met EXPECT, 1 otherwise, 4 (kselftest skip) without a device.
@@ -147,8 +147,12 @@ static int write_status(void)
 	FILE *f;
 	int i;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", status_file);
-	f = fopen(tmp, "w");
+	if (status_file) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp", status_file);
+		f = fopen(tmp, "w");
+	} else {
+		f = stdout;
+	}
 	if (!f)
 		return -1;
 	for (i = 0; i < npeers; i++) {
@@ -166,6 +170,10 @@ static int write_status(void)
 		ok = ok && peer_ok(p);
 	}
 	fprintf(f, "result %s\n", ok ? "ok" : "fail");
+	if (!status_file) {
+		fflush(f);
+		return ok ? 0 : 1;
+	}
 	fclose(f);
 	rename(tmp, status_file);
 	return ok ? 0 : 1;
@@ -204,8 +212,6 @@ int main(int argc, char **argv)
 	for (i = optind; i < argc && npeers < MAX_PEERS; i++)
 		if (parse_peer(&peers[npeers++], argv[i]))
 			usage();
-	if (!status_file)
-		status_file = "/dev/stdout";
 
 	/* Signals are taken synchronously by sigwait() below. */
 	sigemptyset(&set);
