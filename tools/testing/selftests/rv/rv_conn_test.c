@@ -21,7 +21,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,38 +78,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The port's first RoCE v2 GID holding an IPv4 address. */
-static int ipv4_gid_index(const char *ibdev)
-{
-	char path[256], buf[128];
-	int i, found = -1;
-	FILE *f;
-
-	for (i = 0; i < 256 && found < 0; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", ibdev, i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f) &&
-		    !strncmp(buf, "0000:0000:0000:0000:0000:ffff:", 30))
-			found = i;
-		fclose(f);
-		if (found < 0)
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 ibdev, i);
-		f = fopen(path, "r");
-		if (!f || !fgets(buf, sizeof(buf), f) ||
-		    strncmp(buf, "RoCE v2", 7))
-			found = -1;
-		if (f)
-			fclose(f);
-	}
-	return found;
 }
 
 static int parse_peer(struct peer *p, const char *arg)
@@ -221,7 +188,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
 	idx = rv_device_index(rv_test_ibdev());
-	gid = ipv4_gid_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
 	if (idx < 0 || gid < 0) {
 		fprintf(stderr, "no device %s or no IPv4 RoCE v2 GID\n",
 			rv_test_ibdev());
