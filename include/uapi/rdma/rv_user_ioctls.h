@@ -382,7 +382,9 @@ struct rv_mr_stats {
  * attempt at once.
  */
 #define RV_CONN_REASON_NONE		0
-/* address/route resolution or the CM exchange got no answer */
+/* address/route resolution failed, or no answer from the remote by the
+ * deadline
+ */
 #define RV_CONN_REASON_UNREACHABLE	1
 /* the remote CM rejected: no rv listens on that port */
 #define RV_CONN_REASON_NO_LISTENER	2
@@ -396,7 +398,7 @@ struct rv_mr_stats {
 #define RV_CONN_REASON_MISMATCH		6
 /* the remote's accept or reject carried invalid private data */
 #define RV_CONN_REASON_BAD_REPLY	7
-/* the timeout passed (server: no request came in time) */
+/* server: no request for a QP came before the timeout */
 #define RV_CONN_REASON_TIMEOUT		8
 /* the RDMA device went away */
 #define RV_CONN_REASON_DEVICE_REMOVED	9

@@ -14,6 +14,8 @@
  */
 #include "rv.h"
 #include "rv_conn.h"
+#define CREATE_TRACE_POINTS
+#include "rv_conn_trace.h"
 
 #include <linux/debugfs.h>
 #include <linux/in.h>
@@ -258,6 +260,8 @@ static void rv_cm_qp_event(struct rv_conn_qp *qp, struct rdma_cm_id *id,
 	struct rv_conn *conn = qp->conn;
 	int ret;
 
+	trace_rv_cm_event(conn->job->id, conn->id, qp->index, ev->event,
+			  ev->status);
 	mutex_lock(&conn->lock);
 	/* Ids already parked or taken by teardown are someone else's. */
 	if (conn->dead || qp->cm_id != id)
@@ -440,6 +444,7 @@ static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	reason = rv_cm_check_req(req, ev->param.conn.private_data_len);
 	if (!reason)
 		reason = rv_cm_accept(id, req);
+	trace_rv_cm_request(id->device->index, id->port_num, reason);
 	if (!reason) {
 		atomic64_inc(&rv_cm_stats.accepted);
 		return 0;
@@ -539,12 +544,17 @@ static void rv_cm_work(struct work_struct *work)
 			rv_cm_kick(qp, conn->deadline - jiffies);
 			break;
 		}
-		/* An attempt (or accept) still hanging at the deadline. */
+		/*
+		 * An attempt (or accept) still hanging at the deadline: the
+		 * remote never answered, unless an earlier attempt got a
+		 * better reason.
+		 */
 		stuck = qp->cm_id;
 		qp->cm_id = NULL;
 		qp->state = RV_QP_FAILED;
 		if (!qp->reason)
-			qp->reason = RV_CONN_REASON_TIMEOUT;
+			qp->reason = conn->client ? RV_CONN_REASON_UNREACHABLE :
+				     RV_CONN_REASON_TIMEOUT;
 		break;
 	case RV_QP_IDLE:
 		if (conn->client || !conn->started)

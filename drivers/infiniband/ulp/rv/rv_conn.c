@@ -6,6 +6,7 @@
  */
 #include "rv.h"
 #include "rv_conn.h"
+#include "rv_conn_trace.h"
 
 #include <linux/idr.h>
 #include <linux/inet.h>
@@ -405,6 +406,8 @@ void rv_conn_update_state(struct rv_conn *conn)
 	rv_conn_dbg(conn, "state %u -> %u reason %u generation %llu\n",
 		    conn->state, state, reason, conn->generation);
 	WRITE_ONCE(conn->state, state);
+	trace_rv_conn_state(conn->job->id, conn->id, state, reason,
+			    conn->generation, connected);
 	wake_up_all(&conn->wait);
 }
 

@@ -1304,7 +1304,9 @@ TEST_F(uapi, conn_shared_by_job)
 		    q.role == RV_CONN_ROLE_SERVER);
 
 	/* The last handle of any file ends it; the others keep it. */
-	EXPECT_EQ(1, conn_simple(fd1, RV_IOCTL_CONN_DESTROY, h1, 0));
+	d.handle = h1;
+	EXPECT_EQ(0, rv_ioc(fd1, RV_IOCTL_CONN_DESTROY, &d));
+	EXPECT_EQ(1, d.handles);
 	ASSERT_EQ(0, conn_query(fd2, h2, 0, 0, &q));
 	EXPECT_EQ(1, q.handles);
 	/* Closing a file drops its handles (h4 here). */

@@ -315,10 +315,20 @@ scale)
 	scale
 	;;
 pair)
+	tr=/sys/kernel/tracing
+	[[ -d $tr/events/rv/rv_conn_state ]] && echo 1 >"$tr/events/rv/enable"
 	order order-node1-late 1
 	order order-node0-late 0
 	isolation
 	failures
+	# Before lifetime's rmmod: the events of the tests so far.
+	if [[ -d $tr/events/rv/rv_conn_state ]]; then
+		grep -m 3 'rv_conn_state:.*CONNECTED' "$tr/trace" | sed 's/^/# /'
+		tap_run trace-conn-events grep -q 'rv_cm_event:' "$tr/trace"
+		echo 0 >"$tr/events/rv/enable"
+	else
+		tap_skip trace-conn-events "no tracefs"
+	fi
 	lifetime
 	device_removal
 	;;
