@@ -8,8 +8,9 @@
 #                   every other node; QP count per node for P = 1, 4, 8 and
 #                   num_conn = 1, 4, 16 must be num_conn * (N - 1)
 #   conn.sh pair    2 nodes: creation order and timing, isolation (other
-#                   uid, other key, forged requests), unreachable / no
-#                   listener, lifetime and unload, device removal
+#                   uid, other key, forged requests), reconnect after the
+#                   server side went away, unreachable / no listener,
+#                   lifetime and unload, device removal
 #
 # Nodes meet at barriers: files in the run's shared output directory.
 # Every wait is bounded.  rv's QPs are created through rdma_cm, so "rdma
@@ -230,6 +231,41 @@ isolation() {
 	stop_all "$pid"
 }
 
+# The server side goes away and comes back: the client reconnects within
+# its timeout and the generation advances.
+reconnect() {
+	local key="c$run" peer pid st=$work/rc i ok=0
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-rc || true
+	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
+	pid=$!
+	wait_status "$st"
+	tap_run rc-connected all_ok "$st"
+	barrier rc-connected || true
+	if [[ $me -eq 1 ]]; then
+		stop_all "$pid"
+		rm -f "$st"
+		sleep 1
+		$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
+		pid=$!
+		wait_status "$st"
+		tap_run rc-server-recreated all_ok "$st"
+	else
+		for ((i = 0; i < 60; i++)); do
+			refresh "$st"
+			if grep -q 'state connected reason none generation 2 ' "$st"; then
+				ok=1
+				break
+			fi
+			sleep 0.5
+		done
+		sed 's/^/# /' "$st"
+		tap_run rc-client-generation-2 test "$ok" -eq 1
+	fi
+	barrier rc-end || true
+	stop_all "$pid"
+}
+
 # Bounded failures: node0 only; node1 idles at the barrier.
 failures() {
 	local t0 t1
@@ -320,6 +356,7 @@ pair)
 	order order-node1-late 1
 	order order-node0-late 0
 	isolation
+	reconnect
 	failures
 	# Before lifetime's rmmod: the events of the tests so far.
 	if [[ -d $tr/events/rv/rv_conn_state ]]; then
