@@ -36,6 +36,7 @@
 #ifndef RV_CONN_H
 #define RV_CONN_H
 
+#include <linux/seq_file.h>
 #include <linux/socket.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -43,7 +44,7 @@
 
 #include "rv.h"
 
-/* Module parameters (rv_cm.c), validated by rv_conn_init(). */
+/* Module parameters (rv_cm_listen.c), validated by rv_cm_init(). */
 extern unsigned int rv_cm_port;
 extern unsigned int rv_conn_wqe_budget;
 extern unsigned int rv_conn_timeout_ms;
@@ -223,13 +224,18 @@ struct rv_cm_rej_pdata {
 	__be16 reason;
 };
 
-/* rv_conn.c */
+/* rv_conn.c, rv_conn_cmd.c */
 int rv_conn_init(void);
 void rv_conn_exit(void);
 void rv_conn_file_init(struct rv_file *rf);
 void rv_conn_file_release(struct rv_file *rf);
 void rv_conn_job_release_ib(struct rv_job *job);
 void rv_conn_update_state(struct rv_conn *conn);
+struct rv_conn *rv_conn_get(struct rv_job *job,
+			    const struct sockaddr_storage *remote);
+void rv_conn_put(struct rv_conn *conn);
+u32 rv_conn_put_handle(struct rv_conn *conn);
+bool rv_conn_settled(struct rv_conn *conn);
 bool rv_conn_addr_match(const struct rv_conn *conn,
 			const struct sockaddr *local,
 			const struct sockaddr *remote);
@@ -242,9 +248,16 @@ int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 int rv_cmd_conn_destroy(struct rv_file *rf, const struct rv_ucmd *ucmd,
 			void *arg);
 
+/* rv_conn_cmd.c: the CONN_* ioctls are declared above */
+
 /* rv_cm.c */
 extern struct mutex rv_conn_list_lock;
 extern struct list_head rv_conns;
+extern struct workqueue_struct *rv_cm_wq;
+int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+int rv_cm_stats_show(struct seq_file *s, void *unused);
+
+/* rv_cm_listen.c */
 int rv_cm_init(void);
 void rv_cm_exit(void);
 int rv_cm_listen(void);
