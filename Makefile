@@ -37,6 +37,7 @@ DEBIAN_PACKAGES := \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
+	librdmacm-dev libibverbs-dev \
 	man-db util-linux
 
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
