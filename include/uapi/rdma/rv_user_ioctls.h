@@ -443,6 +443,8 @@ struct rv_mr_stats {
  *  ENODEV        the device was removed
  *  ENOSPC        the file already holds 65535 connection handles
  *  EADDRINUSE    rv's listener could not bind cm_port
+ *  EADDRNOTAVAIL the job's GID entry no longer exists (its address went
+ *                away)
  */
 struct rv_conn_create {
 	__u32 size;

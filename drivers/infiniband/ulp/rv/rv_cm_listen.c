@@ -74,7 +74,8 @@ out_destroy_id:
  * created by the first CONN_CREATE, destroyed at module unload.  A failed
  * IPv6 listener (IPv6 disabled) only loses IPv6.
  *
- * Return: 0, or the errno of binding the IPv4 listener (-EADDRINUSE).
+ * Return: 0, -ENOMEM, or -EADDRINUSE when the IPv4 listener cannot be
+ * set up on cm_port.
  */
 int rv_cm_listen(void)
 {
@@ -88,6 +89,9 @@ int rv_cm_listen(void)
 	if (IS_ERR(id)) {
 		ret = PTR_ERR(id);
 		pr_info("cannot listen on port %u: %d\n", rv_cm_port, ret);
+		/* The uAPI promises EADDRINUSE for "cannot bind cm_port". */
+		if (ret != -ENOMEM)
+			ret = -EADDRINUSE;
 		goto out_unlock;
 	}
 	rv_cm_listen_ids[0] = id;

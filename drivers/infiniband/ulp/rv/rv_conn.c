@@ -104,7 +104,8 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	u32 depth, i;
 	int ret;
 
-	conn = kzalloc(struct_size(conn, qps, num_conn), GFP_KERNEL);
+	/* Charged to the caller's memory cgroup: users create these. */
+	conn = kzalloc(struct_size(conn, qps, num_conn), GFP_KERNEL_ACCOUNT);
 	if (!conn)
 		return ERR_PTR(-ENOMEM);
 	ret = ida_alloc_min(&rv_conn_ida, 1, GFP_KERNEL);

@@ -163,6 +163,7 @@ int rv_device_index(const char *ibdev_name);
  *  -ENODEV        the device was removed
  *  -ENOSPC        the file holds RV_CONN_MAX_HANDLES handles
  *  -EADDRINUSE    rv's listener could not bind its port
+ *  -EADDRNOTAVAIL the job's GID entry no longer exists
  *  -ENOMEM        out of kernel memory
  */
 int rv_conn_create(struct rv *rv, const struct sockaddr *addr,
