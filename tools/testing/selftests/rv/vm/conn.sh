@@ -9,7 +9,8 @@
 #                   num_conn = 1, 4, 16 must be num_conn * (N - 1)
 #   conn.sh pair    2 nodes: creation order and timing, isolation (other
 #                   uid, other key, forged requests), reconnect after the
-#                   server side went away, unreachable / no listener,
+#                   server side went away, churn (one side created and
+#                   torn down repeatedly), unreachable / no listener,
 #                   lifetime and unload, device removal
 #
 # Nodes meet at barriers: files in the run's shared output directory.
@@ -266,6 +267,41 @@ reconnect() {
 	stop_all "$pid"
 }
 
+# Churn: one node holds its side of a job while the other node's side is
+# created, connected and torn down again 8 times (each process exits as
+# soon as it is connected), so requests, reconnects and teardown overlap.
+# Job A churns on node1 (the server side), job B on node0 (the client).
+churn() {
+	local n=8 i c ok=0 pid st=$work/churn peer hold go
+	peer=$(rv_node_ip $((1 - me)))
+	if [[ $me -eq 0 ]]; then
+		hold=A go=B
+	else
+		hold=B go=A
+	fi
+	barrier start-churn || true
+	$CT -k "$hold$run" -t 60000 -s "$st" "$peer" 2>/dev/null &
+	pid=$!
+	for ((i = 0; i < n; i++)); do
+		if timeout 60 "$CT" -k "$go$run" -t 30000 -1 "$peer" \
+			>"$work/churn.$i" 2>&1; then
+			ok=$((ok + 1))
+		else
+			sed 's/^/# /' "$work/churn.$i"
+		fi
+	done
+	tap_run churn-short-lived-connected test "$ok" -eq "$n"
+	barrier churn-done 180 || true
+	refresh "$st"
+	sed 's/^/# /' "$st"
+	tap_run churn-holder-alive grep -q '^peer .* generation [1-9]' "$st"
+	stop_all "$pid"
+	barrier churn-stopped || true
+	c=$(wait_count 0 30)
+	tap_run churn-qps-zero test "$c" -eq 0
+	barrier churn-end || true
+}
+
 # Bounded failures: node0 only; node1 idles at the barrier.
 failures() {
 	local t0 t1
@@ -357,6 +393,7 @@ pair)
 	order order-node0-late 0
 	isolation
 	reconnect
+	churn
 	failures
 	# Before lifetime's rmmod: the events of the tests so far.
 	if [[ -d $tr/events/rv/rv_conn_state ]]; then
