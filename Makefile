@@ -37,7 +37,8 @@ DEBIAN_PACKAGES := \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
-	man-db util-linux libibverbs-dev trace-cmd libssl-dev
+	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
+	man-db util-linux
 
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
@@ -94,7 +95,8 @@ DEBUG_GROUPS ?=
 debug-kernel:
 	$(DEBUG_KERNEL_SH)
 
-debug-module:
+# debug-kernel first: a first build shows its progress (later: one line).
+debug-module: debug-kernel
 	@set -euo pipefail; \
 	dk=$$($(DEBUG_KERNEL_SH) -q); \
 	mkdir -p $(DEBUG_RV_DIR); \

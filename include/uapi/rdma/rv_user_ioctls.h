@@ -17,7 +17,8 @@
  *   size).
  * - Unknown bits in @flags are rejected.
  * - A command's minimum @size is the size of its struct as first
- *   released; for every struct in this header that is its current size.
+ *   released; for every struct in this header but rv_query (64, see
+ *   there) that is its current size.
  * - Addresses are __aligned_u64, objects are named by small integer
  *   handles; no kernel pointer is ever returned.
  * - The layout is identical for i386, x32 and x86-64 (no implicit
@@ -86,8 +87,16 @@ enum {
  * @default_slot_bits: out: slot_bits used when ATTACH passes 0
  * @default_ring_entries: out: ring_entries used when ATTACH passes 0
  * @default_mr_cache_bytes: out: MR cache limit used when ATTACH passes 0
+ * @cm_port: out: port rv's rdma_cm listener uses (module parameter cm_port)
+ * @conn_wqe_budget: out: send (and receive) queue entries per remote node,
+ *	split between a connection's QPs (module parameter conn_wqe_budget)
+ * @conn_timeout_ms: out: establishment timeout CONN_CONNECT uses when it
+ *	passes 0 (module parameter conn_timeout_ms)
+ * @conn_query_flags: out: RV_CONN_QUERY_F_* bits this kernel accepts
  *
- * Needs no ATTACH.  Errors: only the common ones.
+ * Needs no ATTACH.  Minimum @size: 64 (up to @default_mr_cache_bytes, the
+ * first release); the fields from @cm_port on were appended later.
+ * Errors: only the common ones.
  */
 struct rv_query {
 	__u32 size;
@@ -104,6 +113,10 @@ struct rv_query {
 	__u32 default_slot_bits;
 	__u32 default_ring_entries;
 	__aligned_u64 default_mr_cache_bytes;
+	__u32 cm_port;
+	__u32 conn_wqe_budget;
+	__u32 conn_timeout_ms;
+	__u32 conn_query_flags;
 };
 
 #define RV_IOCTL_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_QUERY)
@@ -416,7 +429,215 @@ struct rv_event {
 	(RV_RING_EVENTS_OFFSET + (__u64)(entries) * sizeof(struct rv_event))
 
 /*
- * Connections: RV_CMD_CONN_* structs follow.
+ * Connections.  For one job (one uid, job key, device and port) every
+ * process on this node reaches a given remote node through the same
+ * num_conn kernel RC QPs: the first CONN_CREATE for a remote address
+ * creates the job's connection to it, later ones (from any process of the
+ * job) get a handle to the same connection.  rdma_cm establishes it: for
+ * each node pair the node with the lower address is the client (it sends
+ * the connection requests) for every QP, the other is the server (its
+ * listener on the module's cm_port accepts them).  Both sides may create
+ * and connect in any order; the client retries until its timeout.
+ *
+ * Handles are per file, small integers from 1; closing the file drops
+ * them.  A connection lives while any handle of any process holds it.
  */
+
+/* Largest remote address (a struct sockaddr_*) CONN_CREATE takes. */
+#define RV_CONN_ADDR_MAX	128
+/* Longest establishment timeout CONN_CONNECT and CONN_QUERY take (1 h). */
+#define RV_CONN_TIMEOUT_MAX_MS	3600000
+
+/* struct rv_conn_query.state */
+#define RV_CONN_STATE_IDLE		0	/* created, CONNECT not issued */
+#define RV_CONN_STATE_CONNECTING	1	/* not every QP connected yet */
+#define RV_CONN_STATE_CONNECTED		2	/* all num_conn QPs connected */
+#define RV_CONN_STATE_ERROR		3	/* gave up; @reason says why */
+
+/*
+ * struct rv_conn_query.reason: why the connection is in ERROR (or, while
+ * CONNECTING again, why it last lost or failed a QP).  The client retries
+ * the retryable ones (UNREACHABLE, NO_LISTENER, NO_CONN, BUSY,
+ * NO_RESOURCES, DISCONNECTED) until its timeout; the others end the
+ * attempt at once.
+ */
+#define RV_CONN_REASON_NONE		0
+/* address/route resolution failed, or no answer from the remote by the
+ * deadline
+ */
+#define RV_CONN_REASON_UNREACHABLE	1
+/* the remote CM rejected: no rv listens on that port */
+#define RV_CONN_REASON_NO_LISTENER	2
+/* the remote rv has no job (uid, key, device) with a connection to us */
+#define RV_CONN_REASON_NO_CONN		3
+/* the remote QP of that index is still connected or being torn down */
+#define RV_CONN_REASON_BUSY		4
+/* the remote rv refused the request's private data */
+#define RV_CONN_REASON_BAD_REQUEST	5
+/* the remote job has another num_conn */
+#define RV_CONN_REASON_MISMATCH		6
+/* the remote's accept or reject carried invalid private data */
+#define RV_CONN_REASON_BAD_REPLY	7
+/* server: no request for a QP came before the timeout */
+#define RV_CONN_REASON_TIMEOUT		8
+/* the RDMA device went away */
+#define RV_CONN_REASON_DEVICE_REMOVED	9
+/* the remote disconnected */
+#define RV_CONN_REASON_DISCONNECTED	10
+/* a QP could not be created (here or remotely) */
+#define RV_CONN_REASON_NO_RESOURCES	11
+
+/* struct rv_conn_query.role */
+#define RV_CONN_ROLE_CLIENT	1
+#define RV_CONN_ROLE_SERVER	2
+
+/**
+ * struct rv_conn_create - get a handle to the job's connection to a node
+ * @size: sizeof(struct rv_conn_create)
+ * @flags: must be 0
+ * @addr_len: in: bytes of @addr used: sizeof(struct sockaddr_in) for
+ *	AF_INET, sizeof(struct sockaddr_in6) for AF_INET6
+ * @handle: out: names the connection in the other CONN_* commands of this
+ *	file; never 0
+ * @addr: in: the remote node as a struct sockaddr_in or sockaddr_in6 (its
+ *	address on the RDMA network, as rdma_cm resolves it); a port of 0
+ *	means the module's cm_port; bytes past @addr_len must be 0
+ * @conn_id: out: names the connection node-wide; every process of the job
+ *	that creates a connection to the same address gets the same @conn_id
+ * @num_conn: out: RC QPs of the connection (the job's num_conn)
+ * @send_depth: out: send queue depth of each QP
+ * @recv_depth: out: receive queue depth of each QP (receives are posted
+ *	for RDMA WRITE with immediate)
+ *
+ * The source address is the job's GID (ATTACH's @gid_index), so the
+ * family of @addr must be the one of that GID.  The module parameter
+ * conn_wqe_budget is split between the QPs: each gets budget / num_conn
+ * send and as many receive entries.  AF_IB is not supported.
+ *
+ * Errors:
+ *  EINVAL        @addr_len does not match the family; a byte past
+ *                @addr_len is not 0; the address is a wildcard, multicast
+ *                or broadcast address, or the job's own address; its
+ *                family differs from the job's GID's
+ *  EAFNOSUPPORT  the family is neither AF_INET nor AF_INET6
+ *  ENODEV        the device was removed
+ *  ENOSPC        the file already holds 65535 connection handles
+ *  EADDRINUSE    rv's listener could not bind cm_port
+ *  EADDRNOTAVAIL the job's GID entry no longer exists (its address went
+ *                away)
+ */
+struct rv_conn_create {
+	__u32 size;
+	__u32 flags;
+	__u32 addr_len;
+	__u32 handle;
+	__u8 addr[RV_CONN_ADDR_MAX];
+	__u32 conn_id;
+	__u32 num_conn;
+	__u32 send_depth;
+	__u32 recv_depth;
+};
+
+#define RV_IOCTL_CONN_CREATE _IO(RV_IOCTL_TYPE, RV_CMD_CONN_CREATE)
+
+/**
+ * struct rv_conn_connect - start establishing a connection
+ * @size: sizeof(struct rv_conn_connect)
+ * @flags: must be 0
+ * @handle: in: from CONN_CREATE on this file
+ * @timeout_ms: in: give up (state ERROR) when not every QP is connected
+ *	after this many milliseconds, 1..RV_CONN_TIMEOUT_MAX_MS, or 0 for the
+ *	module's conn_timeout_ms
+ *
+ * Idempotent: while the connection is CONNECTING or CONNECTED nothing
+ * happens.  From IDLE or ERROR it (re)starts establishment with a fresh
+ * timeout.  Returns at once; CONN_QUERY waits.
+ *
+ * Errors:
+ *  EINVAL  @timeout_ms above RV_CONN_TIMEOUT_MAX_MS
+ *  ENOENT  this file has no connection @handle
+ *  ENODEV  the device was removed
+ */
+struct rv_conn_connect {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 timeout_ms;
+};
+
+#define RV_IOCTL_CONN_CONNECT _IO(RV_IOCTL_TYPE, RV_CMD_CONN_CONNECT)
+
+/* CONN_QUERY waits until CONNECTED or ERROR, at most @timeout_ms. */
+#define RV_CONN_QUERY_F_WAIT	(1U << 0)
+
+/**
+ * struct rv_conn_query - state of a connection, optionally after a wait
+ * @size: sizeof(struct rv_conn_query)
+ * @flags: 0 or RV_CONN_QUERY_F_WAIT
+ * @handle: in: from CONN_CREATE on this file
+ * @timeout_ms: in: with RV_CONN_QUERY_F_WAIT, the longest wait,
+ *	0..RV_CONN_TIMEOUT_MAX_MS; must be 0 without it
+ * @state: out: RV_CONN_STATE_*
+ * @reason: out: RV_CONN_REASON_*; NONE while CONNECTED
+ * @num_conn: out: RC QPs of the connection
+ * @connected: out: how many of them are connected now
+ * @generation: out: advances each time the connection becomes CONNECTED
+ *	(first connect and every reconnect); 0 until then
+ * @conn_id: out: as returned by CONN_CREATE
+ * @role: out: RV_CONN_ROLE_CLIENT or RV_CONN_ROLE_SERVER for this node
+ * @handles: out: handles on the connection on this node (all processes)
+ * @rejects: out: client: connection requests the remote refused
+ * @attempts: out: client: connection requests sent (all QPs, retries
+ *	included)
+ *
+ * The wait ends early when the connection is CONNECTED or in ERROR (or a
+ * signal arrives); when @timeout_ms passes first the current state is
+ * returned with success.  The wait holds no lock: other commands on the
+ * file proceed.
+ *
+ * Errors:
+ *  EINVAL  an unknown @flags bit, @timeout_ms without RV_CONN_QUERY_F_WAIT
+ *          or above RV_CONN_TIMEOUT_MAX_MS
+ *  ENOENT  this file has no connection @handle
+ *  EINTR   a signal interrupted the wait
+ */
+struct rv_conn_query {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 timeout_ms;
+	__u32 state;
+	__u32 reason;
+	__u32 num_conn;
+	__u32 connected;
+	__aligned_u64 generation;
+	__u32 conn_id;
+	__u32 role;
+	__u32 handles;
+	__u32 rejects;
+	__aligned_u64 attempts;
+};
+
+#define RV_IOCTL_CONN_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_CONN_QUERY)
+
+/**
+ * struct rv_conn_destroy - drop one connection handle of this file
+ * @size: sizeof(struct rv_conn_destroy)
+ * @flags: must be 0
+ * @handle: in: from CONN_CREATE on this file; invalid afterwards
+ * @handles: out: handles left on the connection on this node; at 0 the
+ *	connection was disconnected and its QPs destroyed
+ *
+ * Errors:
+ *  ENOENT  this file has no connection @handle
+ */
+struct rv_conn_destroy {
+	__u32 size;
+	__u32 flags;
+	__u32 handle;
+	__u32 handles;
+};
+
+#define RV_IOCTL_CONN_DESTROY _IO(RV_IOCTL_TYPE, RV_CMD_CONN_DESTROY)
 
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */

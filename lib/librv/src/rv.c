@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rv/librv.h>
@@ -98,4 +99,98 @@ int rv_attach(struct rv *rv, struct rv_attach *a)
 int rv_slot(const struct rv *rv)
 {
 	return rv->slot < 0 ? -ENOTCONN : rv->slot;
+}
+
+int rv_conn_create(struct rv *rv, const struct sockaddr *addr,
+		   socklen_t addrlen, struct rv_conn_create *c)
+{
+	struct rv_conn_create cmd;
+	int ret;
+
+	if (!addr || addrlen > RV_CONN_ADDR_MAX)
+		return -EINVAL;
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.size = sizeof(cmd);
+	cmd.addr_len = addrlen;
+	memcpy(cmd.addr, addr, addrlen);
+	ret = rv_ioctl(rv, RV_IOCTL_CONN_CREATE, &cmd);
+	if (ret)
+		return ret;
+	if (c)
+		*c = cmd;
+	/* Handles are at most RV_CONN_MAX_HANDLES (65535). */
+	return (int)cmd.handle;
+}
+
+int rv_conn_connect(struct rv *rv, uint32_t handle, uint32_t timeout_ms)
+{
+	struct rv_conn_connect cmd = {
+		.size = sizeof(cmd),
+		.handle = handle,
+		.timeout_ms = timeout_ms,
+	};
+
+	return rv_ioctl(rv, RV_IOCTL_CONN_CONNECT, &cmd);
+}
+
+int rv_conn_query(struct rv *rv, uint32_t handle, struct rv_conn_query *q)
+{
+	if (!q)
+		return -EINVAL;
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->handle = handle;
+	return rv_ioctl(rv, RV_IOCTL_CONN_QUERY, q);
+}
+
+static uint64_t rv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int rv_conn_wait(struct rv *rv, uint32_t handle, uint32_t timeout_ms,
+		 struct rv_conn_query *q)
+{
+	uint64_t deadline = rv_now_ms() + timeout_ms, now;
+	struct rv_conn_query tmp;
+	int ret;
+
+	if (!q)
+		q = &tmp;
+	if (timeout_ms > RV_CONN_TIMEOUT_MAX_MS)
+		return -EINVAL;
+	for (;;) {
+		now = rv_now_ms();
+		memset(q, 0, sizeof(*q));
+		q->size = sizeof(*q);
+		q->handle = handle;
+		q->flags = RV_CONN_QUERY_F_WAIT;
+		q->timeout_ms = now < deadline ? (uint32_t)(deadline - now) : 0;
+		/* Not rv_ioctl(): after a signal, wait only for what is left. */
+		ret = ioctl(rv->fd, RV_IOCTL_CONN_QUERY, q);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			return -errno;
+		if (q->state == RV_CONN_STATE_CONNECTED ||
+		    q->state == RV_CONN_STATE_ERROR)
+			return (int)q->state;
+		if (rv_now_ms() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+int rv_conn_destroy(struct rv *rv, uint32_t handle)
+{
+	struct rv_conn_destroy cmd = {
+		.size = sizeof(cmd),
+		.handle = handle,
+	};
+	int ret;
+
+	ret = rv_ioctl(rv, RV_IOCTL_CONN_DESTROY, &cmd);
+	return ret ? ret : (int)cmd.handles;
 }

@@ -23,6 +23,10 @@
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
+ *
+ *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock, and
+ *   rv_conn_list_lock -> rv_conn.lock under rv_device.jobs_lock; rdma_cm
+ *   handlers take only those two.
  */
 #ifndef RV_H
 #define RV_H
@@ -98,6 +102,8 @@ struct rv_job_params {
  * @slots: slot index -> attached rv_file; allocation is serialised by the
  *	xarray's own lock
  * @pd: the job's kernel PD; protected by @dev->rwsem, NULL after removal
+ * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
+ *	for its locking
  */
 struct rv_job {
 	struct kref kref;
@@ -107,6 +113,7 @@ struct rv_job {
 	struct rv_job_params params;
 	struct xarray slots;
 	struct ib_pd *pd;
+	struct list_head conns;
 };
 
 /**
@@ -122,6 +129,8 @@ struct rv_job {
  * @ring: the event ring, set once by ATTACH (release store) and freed at
  *	release; mmap and poll read it without @lock (mmap runs under
  *	mmap_lock, which REG_MEM takes while holding @lock)
+ * @conns: connection handle -> struct rv_conn (one reference each);
+ *	changed under @lock
  */
 struct rv_file {
 	struct mutex lock; /* protects the fields below */
@@ -132,6 +141,7 @@ struct rv_file {
 	u64 mr_cache_bytes;
 	struct rv_mr_cache mr_cache;
 	struct rv_ring *ring;
+	struct xarray conns;
 };
 
 /* A command's user buffer, as the dispatcher saw it. */

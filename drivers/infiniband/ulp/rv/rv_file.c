@@ -8,6 +8,7 @@
  * back through rv_ucmd_respond().
  */
 #include "rv.h"
+#include "rv_conn.h"
 
 #include <linux/compat.h>
 #include <linux/fs.h>
@@ -42,6 +43,10 @@ union rv_ucmd_buffer {
 	struct rv_dereg_mem dereg_mem;
 	struct rv_evict evict;
 	struct rv_mr_stats mr_stats;
+	struct rv_conn_create conn_create;
+	struct rv_conn_connect conn_connect;
+	struct rv_conn_query conn_query;
+	struct rv_conn_destroy conn_destroy;
 };
 
 struct rv_ioctl_op {
@@ -61,6 +66,7 @@ struct rv_ioctl_op {
 	}
 
 static const struct rv_ioctl_op rv_ioctl_ops[] = {
+	/* Minimum size 64: the fields from cm_port on were appended. */
 	RV_IOCTL_OP(RV_CMD_QUERY, rv_cmd_query, struct rv_query,
 		    default_mr_cache_bytes),
 	RV_IOCTL_OP(RV_CMD_ATTACH, rv_cmd_attach, struct rv_attach,
@@ -72,10 +78,20 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 	RV_IOCTL_OP(RV_CMD_EVICT, rv_cmd_evict, struct rv_evict, freed_bytes),
 	RV_IOCTL_OP(RV_CMD_MR_STATS, rv_cmd_mr_stats, struct rv_mr_stats,
 		    failures),
+	RV_IOCTL_OP(RV_CMD_CONN_CREATE, rv_cmd_conn_create,
+		    struct rv_conn_create, recv_depth),
+	RV_IOCTL_OP(RV_CMD_CONN_CONNECT, rv_cmd_conn_connect,
+		    struct rv_conn_connect, timeout_ms),
+	RV_IOCTL_OP(RV_CMD_CONN_QUERY, rv_cmd_conn_query,
+		    struct rv_conn_query, attempts),
+	RV_IOCTL_OP(RV_CMD_CONN_DESTROY, rv_cmd_conn_destroy,
+		    struct rv_conn_destroy, handles),
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
-static_assert(sizeof(struct rv_query) == 64);
+static_assert(sizeof(struct rv_query) == 80);
+static_assert(offsetof(struct rv_query, cm_port) == 64);
+static_assert(offsetof(struct rv_query, conn_query_flags) == 76);
 static_assert(offsetof(struct rv_query, cmd_mask) == 8);
 static_assert(offsetof(struct rv_query, attach_flags) == 16);
 static_assert(offsetof(struct rv_query, default_ring_entries) == 52);
@@ -103,6 +119,24 @@ static_assert(offsetof(struct rv_event, wr_id) == 8);
 static_assert(offsetof(struct rv_event, generation) == 28);
 static_assert(offsetof(struct rv_mr_stats, entries) == 48);
 static_assert(offsetof(struct rv_mr_stats, hits) == 64);
+static_assert(sizeof(struct rv_conn_create) == 160);
+static_assert(offsetof(struct rv_conn_create, handle) == 12);
+static_assert(offsetof(struct rv_conn_create, addr) == 16);
+static_assert(offsetof(struct rv_conn_create, conn_id) == 144);
+static_assert(offsetof(struct rv_conn_create, recv_depth) == 156);
+static_assert(sizeof(struct rv_conn_connect) == 16);
+static_assert(offsetof(struct rv_conn_connect, timeout_ms) == 12);
+static_assert(sizeof(struct rv_conn_query) == 64);
+static_assert(offsetof(struct rv_conn_query, state) == 16);
+static_assert(offsetof(struct rv_conn_query, generation) == 32);
+static_assert(offsetof(struct rv_conn_query, conn_id) == 40);
+static_assert(offsetof(struct rv_conn_query, attempts) == 56);
+static_assert(sizeof(struct rv_conn_destroy) == 16);
+static_assert(offsetof(struct rv_conn_destroy, handles) == 12);
+/* The listener and the requests carry no more than this. */
+static_assert(sizeof(struct rv_cm_req_pdata) == 32);
+static_assert(sizeof(struct rv_cm_rep_pdata) == 8);
+static_assert(sizeof(struct rv_cm_rej_pdata) == 8);
 
 static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 			void *arg)
@@ -128,6 +162,10 @@ static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->default_slot_bits = rv_default_slot_bits;
 	cmd->default_ring_entries = rv_default_ring_entries;
 	cmd->default_mr_cache_bytes = rv_default_mr_cache_bytes;
+	cmd->cm_port = rv_cm_port;
+	cmd->conn_wqe_budget = rv_conn_wqe_budget;
+	cmd->conn_timeout_ms = rv_conn_timeout_ms;
+	cmd->conn_query_flags = RV_CONN_QUERY_F_WAIT;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
 
@@ -307,6 +345,7 @@ static int rv_open(struct inode *inode, struct file *filp)
 		return -ENOMEM;
 	mutex_init(&rf->lock);
 	rv_mr_cache_init(&rf->mr_cache);
+	rv_conn_file_init(rf);
 	filp->private_data = rf;
 	return nonseekable_open(inode, filp);
 }
@@ -316,6 +355,8 @@ static int rv_release(struct inode *inode, struct file *filp)
 	struct rv_file *rf = filp->private_data;
 
 	mutex_lock(&rf->lock);
+	/* Handles first: a connection never outlives its job. */
+	rv_conn_file_release(rf);
 	/* MRs live in the job's PD: free them before leaving the job. */
 	rv_mr_cache_teardown(&rf->mr_cache);
 	rv_job_detach(rf);

@@ -6,6 +6,7 @@
  * write-with-immediate traffic uses to reach it.
  */
 #include "rv.h"
+#include "rv_conn.h"
 #include "rv_trace.h"
 
 #include <linux/idr.h>
@@ -66,6 +67,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	job->dev = dev;
 	job->params = *params;
 	xa_init_flags(&job->slots, XA_FLAGS_ALLOC);
+	INIT_LIST_HEAD(&job->conns);
 	list_add_tail(&job->list, &dev->jobs);
 	trace_rv_job_create(job);
 	return job;
@@ -86,6 +88,9 @@ void rv_job_release_ib(struct rv_job *job)
 {
 	struct rv_file *rf;
 	unsigned long slot;
+
+	/* Connections use the PD (and their QPs the MRs): they go first. */
+	rv_conn_job_release_ib(job);
 
 	/*
 	 * The files' MRs are in the PD.  A file cannot leave its slot (and

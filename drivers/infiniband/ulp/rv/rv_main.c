@@ -3,6 +3,7 @@
  * rv module entry: parameters, the /dev/rv misc device and the ib_client.
  */
 #include "rv.h"
+#include "rv_conn.h"
 
 #include <linux/log2.h>
 #include <linux/miscdevice.h>
@@ -77,9 +78,13 @@ static int __init rv_init(void)
 	if (ret)
 		return ret;
 
-	ret = rv_device_init();
+	ret = rv_conn_init();
 	if (ret)
 		return ret;
+
+	ret = rv_device_init();
+	if (ret)
+		goto out_conn_exit;
 
 	ret = misc_register(&rv_misc);
 	if (ret)
@@ -88,6 +93,8 @@ static int __init rv_init(void)
 
 out_device_exit:
 	rv_device_exit();
+out_conn_exit:
+	rv_conn_exit();
 	return ret;
 }
 
@@ -95,6 +102,7 @@ out_device_exit:
 static void __exit rv_exit(void)
 {
 	misc_deregister(&rv_misc);
+	rv_conn_exit();
 	rv_device_exit();
 	rv_job_exit();
 }

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <rdma/rv_user_ioctls.h>
 
 #ifdef __cplusplus
@@ -247,6 +248,91 @@ int rv_wait_events(struct rv *rv, int timeout_ms);
  * Return: the count since attach (0 before).
  */
 uint64_t rv_ring_overflows(const struct rv *rv);
+
+/**
+ * rv_conn_create() - a handle to the job's connection to a remote node
+ * @rv: handle from rv_open(), attached
+ * @addr: the remote node: a struct sockaddr_in or sockaddr_in6 whose
+ *	family matches the job's GID; port 0 means rv's cm_port
+ * @addrlen: sizeof(struct sockaddr_in) or sizeof(struct sockaddr_in6)
+ * @c: NULL, or filled in with the kernel's answer (@conn_id, @num_conn,
+ *	@send_depth, @recv_depth, @handle)
+ *
+ * The first process of the job to name a node creates the connection
+ * (num_conn kernel RC QPs); the others get a handle to the same one.
+ *
+ * Return: the handle (> 0), or
+ *  -EINVAL        @addr NULL, @addrlen wrong for the family or above
+ *                 RV_CONN_ADDR_MAX, a wildcard/multicast/broadcast address,
+ *                 this node's own address, or a family that differs from
+ *                 the job's GID's
+ *  -EAFNOSUPPORT  neither AF_INET nor AF_INET6
+ *  -ENOTCONN      @rv is not attached
+ *  -EPERM         used from another process than the one that attached
+ *  -ENODEV        the device was removed
+ *  -ENOSPC        the file holds RV_CONN_MAX_HANDLES handles
+ *  -EADDRINUSE    rv's listener could not bind its port
+ *  -EADDRNOTAVAIL the job's GID entry no longer exists
+ *  -ENOMEM        out of kernel memory
+ */
+int rv_conn_create(struct rv *rv, const struct sockaddr *addr,
+		   socklen_t addrlen, struct rv_conn_create *c);
+
+/**
+ * rv_conn_connect() - start establishing a connection
+ * @rv: handle from rv_open(), attached
+ * @handle: from rv_conn_create() on @rv
+ * @timeout_ms: establishment timeout, 0 for the module default, at most
+ *	RV_CONN_TIMEOUT_MAX_MS
+ *
+ * Idempotent; returns at once.  See rv_conn_wait().
+ *
+ * Return: 0, or -EINVAL (@timeout_ms too large), -ENOENT (no such handle),
+ * -ENODEV (device removed), -ENOTCONN, -EPERM.
+ */
+int rv_conn_connect(struct rv *rv, uint32_t handle, uint32_t timeout_ms);
+
+/**
+ * rv_conn_query() - a connection's state, without waiting
+ * @rv: handle from rv_open(), attached
+ * @handle: from rv_conn_create() on @rv
+ * @q: filled in on success
+ *
+ * Return: 0, or -EINVAL (@q NULL), -ENOENT, -ENOTCONN, -EPERM.
+ */
+int rv_conn_query(struct rv *rv, uint32_t handle, struct rv_conn_query *q);
+
+/**
+ * rv_conn_wait() - wait until a connection is connected or failed
+ * @rv: handle from rv_open(), attached
+ * @handle: from rv_conn_create() on @rv
+ * @timeout_ms: longest wait in milliseconds, at most
+ *	RV_CONN_TIMEOUT_MAX_MS
+ * @q: NULL, or filled in with the last answer
+ *
+ * Sleeps in the kernel (no polling); a signal does not shorten or lengthen
+ * the wait.
+ *
+ * Return: RV_CONN_STATE_CONNECTED or RV_CONN_STATE_ERROR, or
+ *  -ETIMEDOUT  neither happened within @timeout_ms
+ *  -EINVAL     @timeout_ms above RV_CONN_TIMEOUT_MAX_MS
+ *  -ENOENT, -ENOTCONN, -EPERM as for rv_conn_query()
+ */
+int rv_conn_wait(struct rv *rv, uint32_t handle, uint32_t timeout_ms,
+		 struct rv_conn_query *q);
+
+/**
+ * rv_conn_destroy() - drop a connection handle
+ * @rv: handle from rv_open(), attached
+ * @handle: from rv_conn_create() on @rv; invalid afterwards
+ *
+ * The last handle on the node (of any process of the job) disconnects the
+ * connection and destroys its QPs.  Closing the file drops all handles.
+ *
+ * Return: the handles left on the connection on this node (>= 0), or
+ * -ENOENT, -ENOTCONN, -EPERM.
+ */
+int rv_conn_destroy(struct rv *rv, uint32_t handle);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <linux/netlink.h>
@@ -210,6 +211,59 @@ TEST(attach_and_slot)
 
 	rv_close(rv1);
 	rv_close(rv2);
+}
+
+/* Argument checks that need no kernel, and the calls against an rv. */
+TEST(conn_calls)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rv_conn_create c;
+	struct rv_conn_query q;
+	struct rv_attach a;
+	struct rv *rv;
+	int idx, gid, h;
+
+	NEED_RV();
+	ASSERT_EQ(0, rv_open(&rv, 0));
+	EXPECT_EQ(-EINVAL, rv_conn_create(rv, NULL, sizeof(sin), NULL));
+	EXPECT_EQ(-EINVAL, rv_conn_create(rv, (struct sockaddr *)&sin,
+					  RV_CONN_ADDR_MAX + 1, NULL));
+	EXPECT_EQ(-EINVAL, rv_conn_query(rv, 1, NULL));
+	EXPECT_EQ(-EINVAL, rv_conn_wait(rv, 1, RV_CONN_TIMEOUT_MAX_MS + 1,
+					NULL));
+	/* not attached yet */
+	sin.sin_addr.s_addr = htonl(0xc0000201);
+	EXPECT_EQ(-ENOTCONN, rv_conn_create(rv, (struct sockaddr *)&sin,
+					    sizeof(sin), NULL));
+	EXPECT_EQ(-ENOTCONN, rv_conn_connect(rv, 1, 0));
+	EXPECT_EQ(-ENOTCONN, rv_conn_query(rv, 1, &q));
+	EXPECT_EQ(-ENOTCONN, rv_conn_wait(rv, 1, 0, NULL));
+	EXPECT_EQ(-ENOTCONN, rv_conn_destroy(rv, 1));
+
+	idx = rv_device_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (idx < 0 || gid < 0) {
+		rv_close(rv);
+		SKIP(return, "RDMA device %s with an IPv4 GID needed",
+		     rv_test_ibdev());
+	}
+	rv_attach_init(&a, idx, 8);
+	a.gid_index = gid;
+	ASSERT_EQ(0, rv_attach(rv, &a));
+	h = rv_conn_create(rv, (struct sockaddr *)&sin, sizeof(sin), &c);
+	ASSERT_LT(0, h);
+	EXPECT_EQ(h, c.handle);
+	EXPECT_EQ(a.num_conn, c.num_conn);
+	EXPECT_EQ(0, rv_conn_query(rv, h, &q));
+	EXPECT_EQ(RV_CONN_STATE_IDLE, q.state);
+	EXPECT_EQ(-ETIMEDOUT, rv_conn_wait(rv, h, 50, &q));
+	EXPECT_EQ(0, rv_conn_connect(rv, h, 500));
+	EXPECT_EQ(RV_CONN_STATE_ERROR, rv_conn_wait(rv, h, 20000, &q));
+	EXPECT_EQ(RV_CONN_REASON_UNREACHABLE, q.reason);
+	EXPECT_EQ(0, rv_conn_destroy(rv, h));
+	EXPECT_EQ(-ENOENT, rv_conn_destroy(rv, h));
+	EXPECT_EQ(-ENOENT, rv_conn_connect(rv, h, 0));
+	rv_close(rv);
 }
 
 TEST_HARNESS_MAIN

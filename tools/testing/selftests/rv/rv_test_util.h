@@ -7,7 +7,9 @@
 #define RV_TEST_UTIL_H
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -91,6 +93,50 @@ static inline void rv_attach_init(struct rv_attach *a, uint32_t dev_index,
 	a->gid_index = 0;
 	a->job_key_len = key_len;
 	rv_random_key(a->job_key, key_len);
+}
+
+/*
+ * The first RoCE v2 GID of port 1 of @ibdev that holds an IPv4 address
+ * (what connections need as the job's source address).  Returns its index
+ * and stores the address, or returns -1.
+ */
+static inline int rv_test_ipv4_gid(const char *ibdev, struct in_addr *addr)
+{
+	char path[256], buf[128];
+	unsigned int a, b, c, d;
+	int i;
+	FILE *f;
+
+	for (i = 0; i < 256; i++) {
+		bool ok;
+
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/%d/gids/%d", ibdev,
+			 RV_TEST_PORT, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		ok = fgets(buf, sizeof(buf), f) &&
+		     sscanf(buf, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x",
+			    &a, &b, &c, &d) == 4;
+		fclose(f);
+		if (!ok)
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/%d/gid_attrs/types/%d",
+			 ibdev, RV_TEST_PORT, i);
+		f = fopen(path, "r");
+		ok = f && fgets(buf, sizeof(buf), f) &&
+		     !strncmp(buf, "RoCE v2", 7);
+		if (f)
+			fclose(f);
+		if (!ok)
+			continue;
+		if (addr)
+			addr->s_addr = htonl(a << 24 | b << 16 | c << 8 | d);
+		return i;
+	}
+	return -1;
 }
 
 #endif /* RV_TEST_UTIL_H */

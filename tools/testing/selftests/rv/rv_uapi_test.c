@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -138,7 +140,11 @@ TEST_F(uapi, query)
 	/* Known answer for this tree: update when a command is added. */
 	EXPECT_EQ((1ULL << RV_CMD_QUERY) | (1ULL << RV_CMD_ATTACH) |
 		  (1ULL << RV_CMD_REG_MEM) | (1ULL << RV_CMD_DEREG_MEM) |
-		  (1ULL << RV_CMD_EVICT) | (1ULL << RV_CMD_MR_STATS),
+		  (1ULL << RV_CMD_EVICT) | (1ULL << RV_CMD_MR_STATS) |
+		  (1ULL << RV_CMD_CONN_CREATE) |
+		  (1ULL << RV_CMD_CONN_CONNECT) |
+		  (1ULL << RV_CMD_CONN_QUERY) |
+		  (1ULL << RV_CMD_CONN_DESTROY),
 		  q->cmd_mask);
 	EXPECT_EQ(0, q->attach_flags);
 	EXPECT_EQ(RV_MAX_CONN_PER_NODE, q->max_conn_per_node);
@@ -157,6 +163,14 @@ TEST_F(uapi, query)
 	EXPECT_LE(q->min_ring_entries, q->default_ring_entries);
 	EXPECT_GE(q->max_ring_entries, q->default_ring_entries);
 	EXPECT_LT(0, q->default_mr_cache_bytes);
+	/* Connection parameters, in the ranges the module enforces. */
+	EXPECT_LE(1, q->cm_port);
+	EXPECT_GE(65535, q->cm_port);
+	EXPECT_LE(256, q->conn_wqe_budget);
+	EXPECT_GE(16384, q->conn_wqe_budget);
+	EXPECT_LE(1, q->conn_timeout_ms);
+	EXPECT_GE(RV_CONN_TIMEOUT_MAX_MS, q->conn_timeout_ms);
+	EXPECT_EQ(RV_CONN_QUERY_F_WAIT, q->conn_query_flags);
 
 	/* The answer does not depend on the file or on being repeated. */
 	fd = rv_open_raw();
@@ -1040,6 +1054,392 @@ TEST_F(uapi, uid_isolation)
 	close(report[0]);
 	close(fd1);
 	close(fd0);
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+/* TEST-NET-1: never a node here; creating a connection sends nothing. */
+#define NOWHERE_IP	0xc0000201	/* 192.0.2.1 */
+
+static void sin_init(struct sockaddr_in *sin, uint32_t host_ip)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(host_ip);
+}
+
+static void conn_create_init(struct rv_conn_create *c, const void *addr,
+			     uint32_t len)
+{
+	memset(c, 0, sizeof(*c));
+	c->size = sizeof(*c);
+	c->addr_len = len;
+	memcpy(c->addr, addr, len);
+}
+
+/*
+ * A new file attached to job @key (random when NULL) with the IPv4 GID;
+ * SKIPs the test without one.  Returns the fd, or -1 after SKIP.
+ */
+static int conn_attach(struct __test_metadata *_metadata, int dev_index,
+		       const uint8_t *key, struct in_addr *local)
+{
+	struct rv_attach a;
+	int gid, fd, ret;
+
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), local);
+	if (gid < 0)
+		return -1;
+	rv_attach_init(&a, dev_index, 8);
+	if (key)
+		memcpy(a.job_key, key, 8);
+	a.gid_index = gid;
+	fd = attach_new(&a, &ret);
+	EXPECT_EQ(0, ret);
+	return fd;
+}
+
+#define NEED_IPV4_GID(fd) do {						\
+	if ((fd) < 0)							\
+		SKIP(return, "%s has no IPv4 RoCE v2 GID", rv_test_ibdev()); \
+} while (0)
+
+/* CONN_CREATE to @host_ip; returns the handle or -errno. */
+static int conn_create(int fd, uint32_t host_ip, struct rv_conn_create *out)
+{
+	struct rv_conn_create c;
+	struct sockaddr_in sin;
+	int ret;
+
+	sin_init(&sin, host_ip);
+	conn_create_init(&c, &sin, sizeof(sin));
+	ret = rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c);
+	if (out)
+		*out = c;
+	return ret ? ret : (int)c.handle;
+}
+
+static int conn_query(int fd, uint32_t handle, uint32_t flags,
+		      uint32_t timeout_ms, struct rv_conn_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	q->handle = handle;
+	q->flags = flags;
+	q->timeout_ms = timeout_ms;
+	return rv_ioc(fd, RV_IOCTL_CONN_QUERY, q);
+}
+
+static int conn_simple(int fd, unsigned long cmd, uint32_t handle,
+		       uint32_t flags)
+{
+	struct rv_conn_destroy d = {
+		.size = sizeof(d), .flags = flags, .handle = handle,
+	};
+	struct rv_conn_connect c = {
+		.size = sizeof(c), .flags = flags, .handle = handle,
+	};
+
+	return rv_ioc(fd, cmd, cmd == RV_IOCTL_CONN_CONNECT ?
+		      (void *)&c : (void *)&d);
+}
+
+TEST_F(uapi, conn_need_attach)
+{
+	struct rv_conn_query q;
+
+	NEED_RV();
+	EXPECT_EQ(-ENOTCONN, conn_create(self->fd, NOWHERE_IP, NULL));
+	EXPECT_EQ(-ENOTCONN, conn_simple(self->fd, RV_IOCTL_CONN_CONNECT, 1, 0));
+	EXPECT_EQ(-ENOTCONN, conn_query(self->fd, 1, 0, 0, &q));
+	EXPECT_EQ(-ENOTCONN, conn_simple(self->fd, RV_IOCTL_CONN_DESTROY, 1, 0));
+}
+
+TEST_F(uapi, conn_flags_and_sizes)
+{
+	uint8_t buf[sizeof(struct rv_conn_query) + 8]
+		__attribute__((aligned(8)));
+	struct rv_conn_query *bq = (struct rv_conn_query *)buf;
+	struct rv_conn_create c;
+	struct rv_conn_query q;
+	struct sockaddr_in sin;
+	unsigned int bit;
+	int fd, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+
+	sin_init(&sin, NOWHERE_IP);
+	for (bit = 0; bit < 32; bit++) {
+		conn_create_init(&c, &sin, sizeof(sin));
+		c.flags = 1U << bit;
+		EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+		EXPECT_EQ(-EINVAL, conn_simple(fd, RV_IOCTL_CONN_CONNECT, h,
+					       1U << bit));
+		EXPECT_EQ(-EINVAL, conn_simple(fd, RV_IOCTL_CONN_DESTROY, h,
+					       1U << bit));
+		if ((1U << bit) != RV_CONN_QUERY_F_WAIT) {
+			EXPECT_EQ(-EINVAL, conn_query(fd, h, 1U << bit, 0, &q));
+		}
+	}
+	/* Too small, and a newer struct's unknown tail. */
+	conn_create_init(&c, &sin, sizeof(sin));
+	c.size = sizeof(c) - 4;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	memset(buf, 0, sizeof(buf));
+	bq->size = sizeof(buf);
+	bq->handle = h;
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
+	buf[sizeof(buf) - 1] = 1;
+	EXPECT_EQ(-E2BIG, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
+	bq->size = sizeof(struct rv_conn_query) - 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
+	/* The handle still works after all the refusals. */
+	EXPECT_EQ(0, conn_query(fd, h, 0, 0, &q));
+	EXPECT_EQ(RV_CONN_STATE_IDLE, q.state);
+	close(fd);
+}
+
+TEST_F(uapi, conn_bad_handles)
+{
+	struct rv_conn_query q;
+	int fd, fd2, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	fd2 = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	ASSERT_LE(0, fd2);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+
+	EXPECT_EQ(-ENOENT, conn_simple(fd, RV_IOCTL_CONN_CONNECT, 0, 0));
+	EXPECT_EQ(-ENOENT, conn_simple(fd, RV_IOCTL_CONN_CONNECT, h + 1, 0));
+	EXPECT_EQ(-ENOENT, conn_query(fd, 0, 0, 0, &q));
+	EXPECT_EQ(-ENOENT, conn_query(fd, UINT32_MAX, 0, 0, &q));
+	EXPECT_EQ(-ENOENT, conn_simple(fd, RV_IOCTL_CONN_DESTROY, 0, 0));
+	/* Handles are per file. */
+	EXPECT_EQ(-ENOENT, conn_query(fd2, h, 0, 0, &q));
+	EXPECT_EQ(-ENOENT, conn_simple(fd2, RV_IOCTL_CONN_DESTROY, h, 0));
+	/* Destroyed once, gone. */
+	EXPECT_EQ(0, conn_simple(fd, RV_IOCTL_CONN_DESTROY, h, 0));
+	EXPECT_EQ(-ENOENT, conn_simple(fd, RV_IOCTL_CONN_DESTROY, h, 0));
+	EXPECT_EQ(-ENOENT, conn_query(fd, h, 0, 0, &q));
+	close(fd);
+	close(fd2);
+}
+
+TEST_F(uapi, conn_bad_addr)
+{
+	struct rv_conn_create c;
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in sin;
+	struct in_addr local;
+	uint16_t fam;
+	int fd;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, &local);
+	NEED_IPV4_GID(fd);
+
+	/* Families other than AF_INET/AF_INET6, AF_IB (27) included. */
+	for (fam = 0; fam < 64; fam++) {
+		if (fam == AF_INET || fam == AF_INET6)
+			continue;
+		sin_init(&sin, NOWHERE_IP);
+		sin.sin_family = fam;
+		conn_create_init(&c, &sin, sizeof(sin));
+		EXPECT_EQ(-EAFNOSUPPORT, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c))
+			TH_LOG("family %u", fam);
+	}
+	sin_init(&sin, NOWHERE_IP);
+	/* Lengths: too short to hold a family, wrong for it, too long. */
+	conn_create_init(&c, &sin, sizeof(sin));
+	c.addr_len = 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	c.addr_len = sizeof(sin) - 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	c.addr_len = sizeof(sin) + 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	c.addr_len = RV_CONN_ADDR_MAX + 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	/* Garbage past addr_len. */
+	conn_create_init(&c, &sin, sizeof(sin));
+	c.addr[RV_CONN_ADDR_MAX - 1] = 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	/* Wildcard, multicast, broadcast, this node's own address. */
+	EXPECT_EQ(-EINVAL, conn_create(fd, 0, NULL));
+	EXPECT_EQ(-EINVAL, conn_create(fd, 0xe0000001, NULL));
+	EXPECT_EQ(-EINVAL, conn_create(fd, 0xffffffff, NULL));
+	EXPECT_EQ(-EINVAL, conn_create(fd, ntohl(local.s_addr), NULL));
+	/* IPv6 for a job whose GID is IPv4. */
+	sin6.sin6_addr.s6_addr[15] = 1;
+	sin6.sin6_addr.s6_addr[0] = 0x20;
+	conn_create_init(&c, &sin6, sizeof(sin6));
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	close(fd);
+}
+
+/* Files of one job share one connection per address; other jobs do not. */
+TEST_F(uapi, conn_shared_by_job)
+{
+	struct rv_conn_destroy d = { .size = sizeof(d) };
+	struct rv_conn_create c1, c2, c3, c4;
+	struct rv_conn_query q;
+	uint8_t key[8];
+	int fd1, fd2, fd3, h1, h2, h3, h4;
+
+	NEED_DEV();
+	rv_random_key(key, sizeof(key));
+	fd1 = conn_attach(_metadata, self->dev_index, key, NULL);
+	NEED_IPV4_GID(fd1);
+	fd2 = conn_attach(_metadata, self->dev_index, key, NULL);
+	fd3 = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	ASSERT_LE(0, fd2);
+	ASSERT_LE(0, fd3);
+
+	h1 = conn_create(fd1, NOWHERE_IP, &c1);
+	h2 = conn_create(fd2, NOWHERE_IP, &c2);
+	h3 = conn_create(fd3, NOWHERE_IP, &c3);
+	h4 = conn_create(fd1, NOWHERE_IP + 1, &c4);
+	ASSERT_LT(0, h1);
+	ASSERT_LT(0, h2);
+	ASSERT_LT(0, h3);
+	ASSERT_LT(0, h4);
+	EXPECT_EQ(c1.conn_id, c2.conn_id);
+	EXPECT_NE(c1.conn_id, c3.conn_id);
+	EXPECT_NE(c1.conn_id, c4.conn_id);
+	EXPECT_EQ(self->q.default_num_conn, c1.num_conn);
+	EXPECT_EQ(self->q.conn_wqe_budget / c1.num_conn, c1.send_depth);
+	EXPECT_EQ(c1.send_depth, c1.recv_depth);
+
+	ASSERT_EQ(0, conn_query(fd2, h2, 0, 0, &q));
+	EXPECT_EQ(RV_CONN_STATE_IDLE, q.state);
+	EXPECT_EQ(RV_CONN_REASON_NONE, q.reason);
+	EXPECT_EQ(c1.conn_id, q.conn_id);
+	EXPECT_EQ(2, q.handles);
+	EXPECT_EQ(0, q.connected);
+	EXPECT_EQ(0, q.generation);
+	EXPECT_EQ(0, q.attempts);
+	EXPECT_EQ(c1.num_conn, q.num_conn);
+	EXPECT_TRUE(q.role == RV_CONN_ROLE_CLIENT ||
+		    q.role == RV_CONN_ROLE_SERVER);
+
+	/* The last handle of any file ends it; the others keep it. */
+	d.handle = h1;
+	EXPECT_EQ(0, rv_ioc(fd1, RV_IOCTL_CONN_DESTROY, &d));
+	EXPECT_EQ(1, d.handles);
+	ASSERT_EQ(0, conn_query(fd2, h2, 0, 0, &q));
+	EXPECT_EQ(1, q.handles);
+	/* Closing a file drops its handles (h4 here). */
+	close(fd1);
+	d.handle = h2;
+	EXPECT_EQ(0, rv_ioc(fd2, RV_IOCTL_CONN_DESTROY, &d));
+	EXPECT_EQ(0, d.handles);
+	close(fd2);
+	close(fd3);
+}
+
+/* The wait is bounded by timeout_ms and is not a busy loop. */
+TEST_F(uapi, conn_query_wait)
+{
+	struct timespec t0, t1;
+	struct rv_conn_query q;
+	long ms;
+	int fd, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+
+	EXPECT_EQ(-EINVAL, conn_query(fd, h, 0, 100, &q));
+	EXPECT_EQ(-EINVAL, conn_query(fd, h, RV_CONN_QUERY_F_WAIT,
+				      RV_CONN_TIMEOUT_MAX_MS + 1, &q));
+	EXPECT_EQ(0, conn_query(fd, h, RV_CONN_QUERY_F_WAIT, 0, &q));
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_EQ(0, conn_query(fd, h, RV_CONN_QUERY_F_WAIT, 300, &q));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	     (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	EXPECT_EQ(RV_CONN_STATE_IDLE, q.state);
+	EXPECT_LE(280, ms);
+	EXPECT_GE(5000, ms);
+	close(fd);
+}
+
+/* Nobody at the address: ERROR with a reason, within the timeout. */
+TEST_F(uapi, conn_unreachable)
+{
+	struct rv_conn_connect c = { .size = sizeof(c) };
+	struct timespec t0, t1;
+	struct rv_conn_query q;
+	long ms;
+	int fd, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+
+	c.handle = h;
+	c.timeout_ms = RV_CONN_TIMEOUT_MAX_MS + 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CONNECT, &c));
+	c.timeout_ms = 1500;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_CONNECT, &c));
+	/* Idempotent while connecting. */
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_CONNECT, &c));
+	EXPECT_EQ(0, conn_query(fd, h, RV_CONN_QUERY_F_WAIT, 20000, &q));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	     (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	EXPECT_EQ(RV_CONN_STATE_ERROR, q.state);
+	EXPECT_EQ(RV_CONN_REASON_UNREACHABLE, q.reason);
+	EXPECT_EQ(0, q.connected);
+	EXPECT_GE(10000, ms);
+	TH_LOG("error after %ld ms, %llu attempts", ms,
+	       (unsigned long long)q.attempts);
+	/* From ERROR, CONNECT starts again. */
+	c.timeout_ms = 200;
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_CONNECT, &c));
+	EXPECT_EQ(0, conn_query(fd, h, 0, 0, &q));
+	EXPECT_EQ(RV_CONN_STATE_CONNECTING, q.state);
+	EXPECT_EQ(0, conn_query(fd, h, RV_CONN_QUERY_F_WAIT, 20000, &q));
+	EXPECT_EQ(RV_CONN_STATE_ERROR, q.state);
+	close(fd);
+}
+
+/* A forked child cannot use its parent's attached file. */
+TEST_F(uapi, conn_fork_eperm)
+{
+	pid_t pid;
+	int fd, h, status;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rv_conn_query q;
+
+		_exit(conn_create(fd, NOWHERE_IP, NULL) == -EPERM &&
+		      conn_query(fd, h, 0, 0, &q) == -EPERM &&
+		      conn_simple(fd, RV_IOCTL_CONN_DESTROY, h, 0) == -EPERM ?
+		      0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

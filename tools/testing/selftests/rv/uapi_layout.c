@@ -34,7 +34,11 @@
 	F(rv_query, default_num_conn)			\
 	F(rv_query, default_slot_bits)			\
 	F(rv_query, default_ring_entries)		\
-	F(rv_query, default_mr_cache_bytes)
+	F(rv_query, default_mr_cache_bytes)		\
+	F(rv_query, cm_port)				\
+	F(rv_query, conn_wqe_budget)			\
+	F(rv_query, conn_timeout_ms)			\
+	F(rv_query, conn_query_flags)
 
 #define RV_ATTACH_FIELDS(F)				\
 	F(rv_attach, size)				\
@@ -116,6 +120,45 @@
 	F(rv_event, conn_id)				\
 	F(rv_event, generation)
 
+#define RV_CONN_CREATE_FIELDS(F)			\
+	F(rv_conn_create, size)				\
+	F(rv_conn_create, flags)			\
+	F(rv_conn_create, addr_len)			\
+	F(rv_conn_create, handle)			\
+	F(rv_conn_create, addr)				\
+	F(rv_conn_create, conn_id)			\
+	F(rv_conn_create, num_conn)			\
+	F(rv_conn_create, send_depth)			\
+	F(rv_conn_create, recv_depth)
+
+#define RV_CONN_CONNECT_FIELDS(F)			\
+	F(rv_conn_connect, size)			\
+	F(rv_conn_connect, flags)			\
+	F(rv_conn_connect, handle)			\
+	F(rv_conn_connect, timeout_ms)
+
+#define RV_CONN_QUERY_FIELDS(F)				\
+	F(rv_conn_query, size)				\
+	F(rv_conn_query, flags)				\
+	F(rv_conn_query, handle)			\
+	F(rv_conn_query, timeout_ms)			\
+	F(rv_conn_query, state)				\
+	F(rv_conn_query, reason)			\
+	F(rv_conn_query, num_conn)			\
+	F(rv_conn_query, connected)			\
+	F(rv_conn_query, generation)			\
+	F(rv_conn_query, conn_id)			\
+	F(rv_conn_query, role)				\
+	F(rv_conn_query, handles)			\
+	F(rv_conn_query, rejects)			\
+	F(rv_conn_query, attempts)
+
+#define RV_CONN_DESTROY_FIELDS(F)			\
+	F(rv_conn_destroy, size)			\
+	F(rv_conn_destroy, flags)			\
+	F(rv_conn_destroy, handle)			\
+	F(rv_conn_destroy, handles)
+
 #define RV_STRUCTS(S)					\
 	S(rv_query, RV_QUERY_FIELDS)			\
 	S(rv_attach, RV_ATTACH_FIELDS)			\
@@ -124,7 +167,11 @@
 	S(rv_evict, RV_EVICT_FIELDS)			\
 	S(rv_mr_stats, RV_MR_STATS_FIELDS)		\
 	S(rv_ring_header, RV_RING_HEADER_FIELDS)	\
-	S(rv_event, RV_EVENT_FIELDS)
+	S(rv_event, RV_EVENT_FIELDS)			\
+	S(rv_conn_create, RV_CONN_CREATE_FIELDS)	\
+	S(rv_conn_connect, RV_CONN_CONNECT_FIELDS)	\
+	S(rv_conn_query, RV_CONN_QUERY_FIELDS)		\
+	S(rv_conn_destroy, RV_CONN_DESTROY_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Connection management with rdma_cm: validation of incoming requests,
+ * the client's attempts and retries, and the counters shown in
+ * /sys/kernel/debug/rv/cm_stats.  The listener, the module parameters and
+ * setup are in rv_cm_listen.c.
+ *
+ * For a node pair the node with the lower address is the client of every
+ * QP of the connection: both sides know both addresses, so they agree
+ * without talking.  The client's QP work creates an rdma_cm id, resolves
+ * address and route, creates the QP, posts the receives and sends a
+ * request carrying struct rv_cm_req_pdata; the server's listener accepts
+ * it only for an existing connection of the same job (uid, key, device,
+ * port) to the requesting address whose QP of that index is free.
+ */
+#include "rv.h"
+#include "rv_conn.h"
+#define CREATE_TRACE_POINTS
+#include "rv_conn_trace.h"
+
+#include <linux/seq_file.h>
+#include <rdma/ib_cm.h>
+
+/* Address and route resolution time limit of one attempt. */
+#define RV_CM_RESOLVE_MS	2000
+/* Pause between a client's failed attempt and the next. */
+#define RV_CM_RETRY_MS		250
+
+/* Protects rv_conns (and each job's conns list, see struct rv_conn). */
+DEFINE_MUTEX(rv_conn_list_lock);
+LIST_HEAD(rv_conns);
+
+/* Incoming requests, for /sys/kernel/debug/rv/cm_stats. */
+static struct {
+	atomic64_t requests;
+	atomic64_t accepted;
+	atomic64_t rejected;
+	atomic64_t rej[RV_CM_REJ_MISMATCH + 1];
+} rv_cm_stats;
+
+static const char * const rv_cm_rej_names[] = {
+	[RV_CM_REJ_NO_CONN] = "no_conn",
+	[RV_CM_REJ_BUSY] = "busy",
+	[RV_CM_REJ_NO_RESOURCES] = "no_resources",
+	[RV_CM_REJ_BAD_REQUEST] = "bad_request",
+	[RV_CM_REJ_MISMATCH] = "mismatch",
+};
+
+/* Queue the QP's work after @delay jiffies; caller holds conn->lock. */
+void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
+{
+	lockdep_assert_held(&qp->conn->lock);
+	if (!qp->conn->dead)
+		mod_delayed_work(rv_cm_wq, &qp->work, delay);
+}
+
+/* Disconnect and destroy an id and its QP; never from its own handler. */
+void rv_cm_destroy_id(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	if (id->qp) {
+		rdma_disconnect(id);
+		rdma_destroy_qp(id);
+	}
+	rdma_destroy_id(id);
+}
+
+static void rv_cm_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	/*
+	 * The receives only exist to be consumed by RDMA WRITE with
+	 * immediate; routing those to processes (and reposting) is the data
+	 * path's job.  Flushes at teardown land here too.
+	 */
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_debug("qp %u: receive completion status %s\n",
+			 wc->qp->qp_num, ib_wc_status_msg(wc->status));
+}
+
+static void rv_cm_qp_async(struct ib_event *event, void *context)
+{
+	struct rv_conn_qp *qp = context;
+
+	rv_conn_dbg(qp->conn, "qp %u: async event %s\n", qp->index,
+		    ib_event_msg(event->event));
+}
+
+/*
+ * Create the QP of @id in the job's PD and post its receives.  Caller
+ * holds conn->lock with conn->dead false: the PD and the CQ are alive.
+ */
+static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
+{
+	struct rv_conn *conn = qp->conn;
+	struct ib_qp_init_attr attr = {
+		.event_handler = rv_cm_qp_async,
+		.qp_context = qp,
+		.send_cq = qp->cq,
+		.recv_cq = qp->cq,
+		.cap = {
+			.max_send_wr = conn->depth,
+			.max_recv_wr = conn->depth,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
+	u32 i;
+	int ret;
+
+	ret = rdma_create_qp(id, conn->job->pd, &attr);
+	if (ret)
+		return ret;
+	for (i = 0; i < conn->depth; i++) {
+		ret = ib_post_recv(id->qp, &wr, NULL);
+		if (ret)
+			goto out_destroy_qp;
+	}
+	return 0;
+
+out_destroy_qp:
+	rdma_destroy_qp(id);
+	return ret;
+}
+
+static bool rv_cm_reason_fatal(u32 reason)
+{
+	return reason == RV_CONN_REASON_BAD_REQUEST ||
+	       reason == RV_CONN_REASON_MISMATCH ||
+	       reason == RV_CONN_REASON_BAD_REPLY;
+}
+
+/*
+ * The QP's current id failed (or lost its connection): park it for the
+ * work to destroy and decide what comes next.  Caller holds conn->lock and
+ * @id is qp->cm_id.
+ */
+static void rv_cm_fail(struct rv_conn_qp *qp, struct rdma_cm_id *id,
+		       u32 reason)
+{
+	struct rv_conn *conn = qp->conn;
+	unsigned long delay = 0, now = jiffies;
+
+	/* At most one parked id: a new one needs the work to have run. */
+	qp->cm_id = NULL;
+	qp->dead_id = id;
+	qp->reason = reason;
+	if (qp->state == RV_QP_CONNECTED && conn->started)
+		conn->deadline = now + conn->timeout;	/* time to reconnect */
+
+	if (!conn->client) {
+		qp->state = RV_QP_IDLE;		/* wait for a new request */
+	} else if (rv_cm_reason_fatal(reason)) {
+		qp->state = RV_QP_FAILED;
+	} else {
+		qp->state = RV_QP_RETRY;
+		if (time_before(now, conn->deadline))
+			delay = min(msecs_to_jiffies(RV_CM_RETRY_MS),
+				    conn->deadline - now);
+	}
+	rv_cm_kick(qp, delay);
+	rv_conn_update_state(conn);
+}
+
+static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
+{
+	const struct rv_job_params *p = &qp->conn->job->params;
+	struct rv_cm_req_pdata req = {
+		.magic = cpu_to_be32(RV_CM_MAGIC),
+		.version = cpu_to_be16(RV_CM_VERSION),
+		.qp_index = cpu_to_be16(qp->index),
+		.num_conn = cpu_to_be16(qp->conn->num_conn),
+		.key_len = p->key_len,
+		.uid = cpu_to_be32(from_kuid(&init_user_ns, p->uid)),
+	};
+	struct rdma_conn_param param = {
+		.private_data = &req,
+		.private_data_len = sizeof(req),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+
+	memcpy(req.key, p->key, sizeof(req.key));
+	return rdma_connect_locked(id, &param);
+}
+
+/* The reason a client reports for a reject. */
+static u32 rv_cm_rej_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct rv_cm_rej_pdata *rej;
+	u8 len = 0;
+
+	rej = rdma_consumer_reject_data(id, ev, &len);
+	if (!rej)
+		return ev->status == IB_CM_REJ_INVALID_SERVICE_ID ?
+		       RV_CONN_REASON_NO_LISTENER : RV_CONN_REASON_UNREACHABLE;
+	if (len < sizeof(*rej) || rej->magic != cpu_to_be32(RV_CM_MAGIC))
+		return RV_CONN_REASON_BAD_REPLY;
+	switch (be16_to_cpu(rej->reason)) {
+	case RV_CM_REJ_NO_CONN:
+		return RV_CONN_REASON_NO_CONN;
+	case RV_CM_REJ_BUSY:
+		return RV_CONN_REASON_BUSY;
+	case RV_CM_REJ_NO_RESOURCES:
+		return RV_CONN_REASON_NO_RESOURCES;
+	case RV_CM_REJ_BAD_REQUEST:
+		return RV_CONN_REASON_BAD_REQUEST;
+	case RV_CM_REJ_MISMATCH:
+		return RV_CONN_REASON_MISMATCH;
+	default:
+		return RV_CONN_REASON_BAD_REPLY;
+	}
+}
+
+static bool rv_cm_rep_valid(const struct rv_conn_qp *qp,
+			    const struct rdma_cm_event *ev)
+{
+	const struct rv_cm_rep_pdata *rep = ev->param.conn.private_data;
+
+	return rep && ev->param.conn.private_data_len >= sizeof(*rep) &&
+	       rep->magic == cpu_to_be32(RV_CM_MAGIC) &&
+	       be16_to_cpu(rep->version) == RV_CM_VERSION &&
+	       be16_to_cpu(rep->qp_index) == qp->index;
+}
+
+/* Events of a QP's own ids (client attempts and accepted requests). */
+static void rv_cm_qp_event(struct rv_conn_qp *qp, struct rdma_cm_id *id,
+			   struct rdma_cm_event *ev)
+{
+	struct rv_conn *conn = qp->conn;
+	int ret;
+
+	trace_rv_cm_event(conn->job->id, conn->id, qp->index, ev->event,
+			  ev->status);
+	mutex_lock(&conn->lock);
+	/* Ids already parked or taken by teardown are someone else's. */
+	if (conn->dead || qp->cm_id != id)
+		goto out_unlock;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, RV_CM_RESOLVE_MS);
+		if (ret)
+			rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = rv_cm_create_qp(qp, id);
+		if (ret) {
+			rv_cm_fail(qp, id, RV_CONN_REASON_NO_RESOURCES);
+			break;
+		}
+		conn->attempts++;
+		ret = rv_cm_send_request(qp, id);
+		if (ret)
+			rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (conn->client && !rv_cm_rep_valid(qp, ev)) {
+			rv_cm_fail(qp, id, RV_CONN_REASON_BAD_REPLY);
+			break;
+		}
+		qp->state = RV_QP_CONNECTED;
+		qp->reason = RV_CONN_REASON_NONE;
+		rv_conn_update_state(conn);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (conn->client)
+			conn->rejects++;
+		rv_cm_fail(qp, id, rv_cm_rej_reason(id, ev));
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rv_cm_fail(qp, id, RV_CONN_REASON_DISCONNECTED);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* rv's ib_client removes its ids first; just in case. */
+		rv_cm_fail(qp, id, RV_CONN_REASON_DEVICE_REMOVED);
+		break;
+	default:
+		break;
+	}
+out_unlock:
+	mutex_unlock(&conn->lock);
+}
+
+/* Private data checks that need no connection: RV_CM_REJ_* or 0. */
+static int rv_cm_check_req(const struct rv_cm_req_pdata *req, u8 len)
+{
+	if (!req || len < sizeof(*req) ||
+	    req->magic != cpu_to_be32(RV_CM_MAGIC) ||
+	    be16_to_cpu(req->version) != RV_CM_VERSION || req->rsvd ||
+	    !req->key_len || req->key_len > RV_JOB_KEY_MAX ||
+	    memchr_inv(req->key + req->key_len, 0,
+		       RV_JOB_KEY_MAX - req->key_len) ||
+	    !req->num_conn ||
+	    be16_to_cpu(req->num_conn) > RV_MAX_CONN_PER_NODE ||
+	    be16_to_cpu(req->qp_index) >= be16_to_cpu(req->num_conn))
+		return RV_CM_REJ_BAD_REQUEST;
+	return 0;
+}
+
+/*
+ * The connection a request is for: same device and port, same uid and
+ * key, between the same two addresses.  Caller holds rv_conn_list_lock.
+ */
+static struct rv_conn *rv_cm_find_conn(struct rdma_cm_id *id,
+				       const struct rv_cm_req_pdata *req)
+{
+	kuid_t uid = make_kuid(&init_user_ns, be32_to_cpu(req->uid));
+	struct rv_conn *conn;
+
+	if (!uid_valid(uid))
+		return NULL;
+	list_for_each_entry(conn, &rv_conns, list) {
+		const struct rv_job *job = conn->job;
+
+		if (job->dev->index == id->device->index &&
+		    job->params.port_num == id->port_num &&
+		    uid_eq(job->params.uid, uid) &&
+		    job->params.key_len == req->key_len &&
+		    !memcmp(job->params.key, req->key, req->key_len) &&
+		    rv_conn_addr_match(conn,
+				       (struct sockaddr *)&id->route.addr.src_addr,
+				       (struct sockaddr *)&id->route.addr.dst_addr))
+			return conn;
+	}
+	return NULL;
+}
+
+/* Accept @id for its connection or say why not (RV_CM_REJ_*). */
+static int rv_cm_accept(struct rdma_cm_id *id,
+			const struct rv_cm_req_pdata *req)
+{
+	u32 index = be16_to_cpu(req->qp_index);
+	struct rv_cm_rep_pdata rep = {
+		.magic = cpu_to_be32(RV_CM_MAGIC),
+		.version = cpu_to_be16(RV_CM_VERSION),
+		.qp_index = req->qp_index,
+	};
+	struct rdma_conn_param param = {
+		.private_data = &rep,
+		.private_data_len = sizeof(rep),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	struct rv_conn_qp *qp;
+	struct rv_conn *conn;
+	int rej = 0;
+
+	mutex_lock(&rv_conn_list_lock);
+	conn = rv_cm_find_conn(id, req);
+	if (!conn) {
+		rej = RV_CM_REJ_NO_CONN;
+		goto out_unlock_list;
+	}
+	if (be16_to_cpu(req->num_conn) != conn->num_conn) {
+		rej = RV_CM_REJ_MISMATCH;
+		goto out_unlock_list;
+	}
+	/* The lower address is the client: it never accepts. */
+	if (conn->client) {
+		rej = RV_CM_REJ_BAD_REQUEST;
+		goto out_unlock_list;
+	}
+	qp = &conn->qps[index];
+
+	mutex_lock(&conn->lock);
+	if (conn->dead) {
+		rej = RV_CM_REJ_NO_CONN;
+		goto out_unlock_conn;
+	}
+	if (qp->cm_id || qp->dead_id) {
+		rej = RV_CM_REJ_BUSY;
+		goto out_unlock_conn;
+	}
+	if (rv_cm_create_qp(qp, id)) {
+		rej = RV_CM_REJ_NO_RESOURCES;
+		goto out_unlock_conn;
+	}
+	if (rdma_accept(id, &param)) {
+		rdma_destroy_qp(id);
+		rej = RV_CM_REJ_NO_RESOURCES;
+		goto out_unlock_conn;
+	}
+	id->context = qp;
+	qp->cm_id = id;
+	qp->state = RV_QP_CONNECTING;
+	qp->reason = RV_CONN_REASON_NONE;
+	rv_conn_update_state(conn);
+
+out_unlock_conn:
+	mutex_unlock(&conn->lock);
+out_unlock_list:
+	mutex_unlock(&rv_conn_list_lock);
+	return rej;
+}
+
+/* A connection request on the listener; @id is the new child id. */
+static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct rv_cm_req_pdata *req = ev->param.conn.private_data;
+	struct rv_cm_rej_pdata rej = {
+		.magic = cpu_to_be32(RV_CM_MAGIC),
+		.version = cpu_to_be16(RV_CM_VERSION),
+	};
+	int reason;
+
+	atomic64_inc(&rv_cm_stats.requests);
+	reason = rv_cm_check_req(req, ev->param.conn.private_data_len);
+	if (!reason)
+		reason = rv_cm_accept(id, req);
+	trace_rv_cm_request(id->device->index, id->port_num, reason);
+	if (!reason) {
+		atomic64_inc(&rv_cm_stats.accepted);
+		return 0;
+	}
+
+	atomic64_inc(&rv_cm_stats.rejected);
+	atomic64_inc(&rv_cm_stats.rej[reason]);
+	pr_debug("request from %pISp rejected: %s\n",
+		 &id->route.addr.dst_addr, rv_cm_rej_names[reason]);
+	rej.reason = cpu_to_be16(reason);
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	/* Non-zero: rdma_cm destroys the child id. */
+	return -ECONNREFUSED;
+}
+
+int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rv_conn_qp *qp = id->context;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return rv_cm_request(id, ev);
+	/* The listeners have no context; their other events need nothing. */
+	if (qp)
+		rv_cm_qp_event(qp, id, ev);
+	return 0;
+}
+
+/* A client attempt: a new id, then address resolution.  From the work. */
+static void rv_cm_start_attempt(struct rv_conn_qp *qp)
+{
+	struct rv_conn *conn = qp->conn;
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, rv_cm_handler, qp, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	mutex_lock(&conn->lock);
+	if (IS_ERR(id)) {
+		if (!conn->dead && qp->state == RV_QP_CONNECTING)
+			rv_cm_fail(qp, NULL, RV_CONN_REASON_NO_RESOURCES);
+		mutex_unlock(&conn->lock);
+		return;
+	}
+	if (conn->dead || qp->state != RV_QP_CONNECTING) {
+		mutex_unlock(&conn->lock);
+		rdma_destroy_id(id);
+		return;
+	}
+	qp->cm_id = id;
+	/* Watchdog: the work gives up on the attempt at the deadline. */
+	rv_cm_kick(qp, time_after(conn->deadline, jiffies) ?
+		   conn->deadline - jiffies : 0);
+	mutex_unlock(&conn->lock);
+
+	/* Teardown cancels this work before it takes the id: no race. */
+	ret = rdma_resolve_addr(id, (struct sockaddr *)&conn->local,
+				(struct sockaddr *)&conn->remote,
+				RV_CM_RESOLVE_MS);
+	if (ret) {
+		mutex_lock(&conn->lock);
+		if (!conn->dead && qp->cm_id == id)
+			rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
+		mutex_unlock(&conn->lock);
+	}
+}
+
+static void rv_cm_work(struct work_struct *work)
+{
+	struct rv_conn_qp *qp = container_of(to_delayed_work(work),
+					     struct rv_conn_qp, work);
+	struct rv_conn *conn = qp->conn;
+	struct rdma_cm_id *dead = NULL, *stuck = NULL;
+	bool expired, start = false;
+
+	mutex_lock(&conn->lock);
+	if (conn->dead)
+		goto out_unlock;
+	dead = qp->dead_id;
+	qp->dead_id = NULL;
+	expired = conn->started && !time_before(jiffies, conn->deadline);
+
+	switch (qp->state) {
+	case RV_QP_RETRY:
+		if (expired) {
+			qp->state = RV_QP_FAILED;
+			if (!qp->reason)
+				qp->reason = RV_CONN_REASON_TIMEOUT;
+		} else {
+			qp->state = RV_QP_CONNECTING;
+			start = true;
+		}
+		break;
+	case RV_QP_CONNECTING:
+		if (!conn->started)
+			break;
+		if (!expired) {
+			rv_cm_kick(qp, conn->deadline - jiffies);
+			break;
+		}
+		/*
+		 * An attempt (or accept) still hanging at the deadline: the
+		 * remote never answered, unless an earlier attempt got a
+		 * better reason.
+		 */
+		stuck = qp->cm_id;
+		qp->cm_id = NULL;
+		qp->state = RV_QP_FAILED;
+		if (!qp->reason)
+			qp->reason = conn->client ? RV_CONN_REASON_UNREACHABLE :
+				     RV_CONN_REASON_TIMEOUT;
+		break;
+	case RV_QP_IDLE:
+		if (conn->client || !conn->started)
+			break;
+		if (expired) {
+			/* Still accepts a late request. */
+			qp->state = RV_QP_FAILED;
+			qp->reason = RV_CONN_REASON_TIMEOUT;
+		} else {
+			rv_cm_kick(qp, conn->deadline - jiffies);
+		}
+		break;
+	default:
+		break;
+	}
+	rv_conn_update_state(conn);
+out_unlock:
+	mutex_unlock(&conn->lock);
+
+	rv_cm_destroy_id(dead);
+	rv_cm_destroy_id(stuck);
+	if (start)
+		rv_cm_start_attempt(qp);
+}
+
+void rv_cm_qp_init(struct rv_conn_qp *qp)
+{
+	INIT_DELAYED_WORK(&qp->work, rv_cm_work);
+	qp->recv_cqe.done = rv_cm_recv_done;
+}
+
+int rv_cm_stats_show(struct seq_file *s, void *unused)
+{
+	int i;
+
+	seq_printf(s, "requests %lld\naccepted %lld\nrejected %lld\n",
+		   atomic64_read(&rv_cm_stats.requests),
+		   atomic64_read(&rv_cm_stats.accepted),
+		   atomic64_read(&rv_cm_stats.rejected));
+	for (i = 1; i < ARRAY_SIZE(rv_cm_rej_names); i++)
+		seq_printf(s, "rejected_%s %lld\n", rv_cm_rej_names[i],
+			   atomic64_read(&rv_cm_stats.rej[i]));
+	return 0;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rv: a job's shared connection to a remote node (num_conn kernel RC QPs)
+ * and its rdma_cm wire format.
+ *
+ * Objects:
+ *
+ *   struct rv_conn     one per (job, remote address); refcounted by the
+ *                      handles files hold on it (CONN_CREATE); the last
+ *                      put disconnects and destroys its QPs, CQs and
+ *                      cm_ids.  It never outlives its job: every handle
+ *                      belongs to a file attached to the job, and a file
+ *                      drops its handles before it detaches.
+ *   struct rv_conn_qp  one of the connection's num_conn QPs, with its CQ,
+ *                      its current rdma_cm id and the delayed work that
+ *                      (re)starts attempts and enforces the timeout.
+ *
+ * Lock order additions (see rv.h for the rest):
+ *
+ *   rv_file.lock
+ *     rv_cm_listen_lock                 (listener creation only)
+ *     rv_device.rwsem
+ *       rv_device.jobs_lock
+ *         rv_conn_list_lock
+ *           rv_conn.lock
+ *
+ * rdma_cm event handlers run in the CM's work context and take only
+ * rv_conn_list_lock (connection requests) and rv_conn.lock.  Whoever
+ * destroys a cm_id (rdma_destroy_id() waits for its running handler)
+ * therefore holds neither of those two; it may hold rv_file.lock and
+ * rv_device.rwsem, which no handler takes.  No cm_id is ever destroyed
+ * from its own handler: ids that fail are parked in rv_conn_qp.dead_id
+ * and destroyed by the QP's work; a rejected incoming request is
+ * destroyed by rdma_cm itself (the handler returns non-zero).
+ */
+#ifndef RV_CONN_H
+#define RV_CONN_H
+
+#include <linux/seq_file.h>
+#include <linux/socket.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <rdma/rdma_cm.h>
+
+#include "rv.h"
+
+/* Module parameters (rv_cm_listen.c), validated by rv_cm_init(). */
+extern unsigned int rv_cm_port;
+extern unsigned int rv_conn_wqe_budget;
+extern unsigned int rv_conn_timeout_ms;
+
+/* Most handles one file may hold (ENOSPC beyond). */
+#define RV_CONN_MAX_HANDLES	65535
+
+/**
+ * enum rv_conn_qp_state - one QP's progress
+ * @RV_QP_IDLE: client: CONNECT not issued; server: waiting for a request
+ * @RV_QP_CONNECTING: client: an attempt is in flight; server: a request
+ *	was accepted, the CM has not reported ESTABLISHED yet
+ * @RV_QP_RETRY: client: the last attempt failed retryably; the QP's work
+ *	starts the next one (or gives up at the deadline)
+ * @RV_QP_CONNECTED: connected
+ * @RV_QP_FAILED: client: gave up (fatal reject or deadline) until the
+ *	next CONNECT
+ */
+enum rv_conn_qp_state {
+	RV_QP_IDLE,
+	RV_QP_CONNECTING,
+	RV_QP_RETRY,
+	RV_QP_CONNECTED,
+	RV_QP_FAILED,
+};
+
+struct rv_conn;
+
+/**
+ * struct rv_conn_qp - one RC QP of a connection
+ * @conn: the connection
+ * @index: QP index in the connection, sent in the request's private data
+ * @cq: send and receive CQ of the QP; allocated with the connection
+ * @recv_cqe: completion entry of every receive posted on the QP
+ * @work: starts attempts, retries, times out, destroys @dead_id
+ * @cm_id: the current rdma_cm id (its QP is cm_id->qp), NULL if none;
+ *	protected by @conn->lock
+ * @dead_id: an id that failed, to be destroyed by @work; protected by
+ *	@conn->lock
+ * @state: enum rv_conn_qp_state, protected by @conn->lock
+ * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
+ */
+struct rv_conn_qp {
+	struct rv_conn *conn;
+	u32 index;
+	struct ib_cq *cq;
+	struct ib_cqe recv_cqe;
+	struct delayed_work work;
+	struct rdma_cm_id *cm_id;
+	struct rdma_cm_id *dead_id;
+	enum rv_conn_qp_state state;
+	u32 reason;
+};
+
+/**
+ * struct rv_conn - a job's connection to one remote node
+ * @kref: one reference per handle (and per waiting CONN_QUERY)
+ * @job: the job; constant
+ * @list: entry in the global list of connections, for incoming requests;
+ *	protected by rv_conn_list_lock
+ * @job_list: entry in @job->conns; changed under rv_conn_list_lock with
+ *	@job->dev->rwsem held for read, so device removal (rwsem held for
+ *	write) walks it without the list lock
+ * @id: node-wide number of the connection (CONN_CREATE's conn_id)
+ * @local: the job's address (its GID as an IP address), port 0; constant
+ * @remote: the remote node's address and CM port; constant
+ * @client: this node sends the requests (lower address); constant
+ * @num_conn: number of QPs, the job's num_conn; constant
+ * @depth: send and receive queue depth of each QP; constant
+ * @lock: protects the fields below and each QP's cm_id, dead_id, state,
+ *	reason; also guards use of the job's PD and of @qps[].cq by CM
+ *	handlers: they use them only while @dead is false
+ * @dead: teardown started; no new cm_id, attempt or work from now on
+ * @ib_released: the QPs, CQs and cm_ids are gone (teardown is done)
+ * @started: CONNECT was issued (and not undone by an error)
+ * @timeout: establishment timeout from CONNECT, in jiffies
+ * @deadline: jiffies by which every QP must be connected
+ * @state: RV_CONN_STATE_*, read without the lock by waiters
+ * @reason: RV_CONN_REASON_* reported by CONN_QUERY
+ * @connected: QPs in RV_QP_CONNECTED
+ * @generation: times the connection became CONNECTED
+ * @handles: handles on the connection (CONN_QUERY's @handles)
+ * @attempts: client: requests sent
+ * @rejects: client: requests the remote rejected
+ * @wait: CONN_QUERY waiters, woken on every state change
+ * @qps: @num_conn QPs
+ */
+struct rv_conn {
+	struct kref kref;
+	struct rv_job *job;
+	struct list_head list;
+	struct list_head job_list;
+	u32 id;
+	struct sockaddr_storage local;
+	struct sockaddr_storage remote;
+	bool client;
+	u32 num_conn;
+	u32 depth;
+
+	struct mutex lock; /* see above */
+	bool dead;
+	bool ib_released;
+	bool started;
+	unsigned long timeout;
+	unsigned long deadline;
+	u32 state;
+	u32 reason;
+	u32 connected;
+	u64 generation;
+	u32 handles;
+	u64 attempts;
+	u32 rejects;
+	wait_queue_head_t wait;
+
+	struct rv_conn_qp qps[];
+};
+
+/* Private data magic: "RVCM". */
+#define RV_CM_MAGIC	0x5256434dU
+#define RV_CM_VERSION	1
+
+/**
+ * struct rv_cm_req_pdata - private data of a connection request
+ * @magic: RV_CM_MAGIC
+ * @version: RV_CM_VERSION; a server refuses other versions
+ * @qp_index: which QP of the connection, < @num_conn
+ * @num_conn: the client job's num_conn; must equal the server job's
+ * @key_len: bytes used in @key, 1..RV_JOB_KEY_MAX
+ * @rsvd: 0
+ * @uid: the job's uid in the initial user namespace
+ * @key: the job key; bytes past @key_len are 0
+ *
+ * All multi-byte fields are big endian.  32 bytes: fits the 56 bytes
+ * rdma_cm leaves for private data in an IB CM REQ.
+ */
+struct rv_cm_req_pdata {
+	__be32 magic;
+	__be16 version;
+	__be16 qp_index;
+	__be16 num_conn;
+	u8 key_len;
+	u8 rsvd;
+	__be32 uid;
+	u8 key[RV_JOB_KEY_MAX];
+};
+
+/**
+ * struct rv_cm_rep_pdata - private data of an accept
+ * @magic: RV_CM_MAGIC
+ * @version: RV_CM_VERSION
+ * @qp_index: the request's QP index, echoed
+ */
+struct rv_cm_rep_pdata {
+	__be32 magic;
+	__be16 version;
+	__be16 qp_index;
+};
+
+/* Reject reasons on the wire (struct rv_cm_rej_pdata.reason). */
+enum {
+	RV_CM_REJ_NO_CONN = 1,		/* retryable: no matching connection */
+	RV_CM_REJ_BUSY = 2,		/* retryable: the QP is in use */
+	RV_CM_REJ_NO_RESOURCES = 3,	/* retryable: QP creation failed */
+	RV_CM_REJ_BAD_REQUEST = 4,	/* fatal: invalid private data */
+	RV_CM_REJ_MISMATCH = 5,		/* fatal: num_conn differs */
+};
+
+/**
+ * struct rv_cm_rej_pdata - private data of a reject
+ * @magic: RV_CM_MAGIC
+ * @version: the server's RV_CM_VERSION
+ * @reason: RV_CM_REJ_*
+ */
+struct rv_cm_rej_pdata {
+	__be32 magic;
+	__be16 version;
+	__be16 reason;
+};
+
+/* rv_conn.c, rv_conn_cmd.c */
+int rv_conn_init(void);
+void rv_conn_exit(void);
+void rv_conn_file_init(struct rv_file *rf);
+void rv_conn_file_release(struct rv_file *rf);
+void rv_conn_job_release_ib(struct rv_job *job);
+void rv_conn_update_state(struct rv_conn *conn);
+struct rv_conn *rv_conn_get(struct rv_job *job,
+			    const struct sockaddr_storage *remote);
+void rv_conn_put(struct rv_conn *conn);
+u32 rv_conn_put_handle(struct rv_conn *conn);
+bool rv_conn_settled(struct rv_conn *conn);
+bool rv_conn_addr_match(const struct rv_conn *conn,
+			const struct sockaddr *local,
+			const struct sockaddr *remote);
+int rv_cmd_conn_create(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		       void *arg);
+int rv_cmd_conn_connect(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg);
+int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		      void *arg);
+int rv_cmd_conn_destroy(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg);
+
+/* rv_conn_cmd.c: the CONN_* ioctls are declared above */
+
+/* rv_cm.c */
+extern struct mutex rv_conn_list_lock;
+extern struct list_head rv_conns;
+extern struct workqueue_struct *rv_cm_wq;
+int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+int rv_cm_stats_show(struct seq_file *s, void *unused);
+
+/* rv_cm_listen.c */
+int rv_cm_init(void);
+void rv_cm_exit(void);
+int rv_cm_listen(void);
+void rv_cm_qp_init(struct rv_conn_qp *qp);
+void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay);
+void rv_cm_destroy_id(struct rdma_cm_id *id);
+
+#define rv_conn_dbg(conn, fmt, ...) do {				\
+	const struct rv_conn *__conn = (conn);				\
+									\
+	pr_debug("job%u conn%u: " fmt, __conn->job->id, __conn->id,	\
+		 ##__VA_ARGS__);					\
+} while (0)
+
+#endif /* RV_CONN_H */

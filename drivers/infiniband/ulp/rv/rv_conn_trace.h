@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Tracepoints of rv's connections, in the same "rv" system as rv_trace.h
+ * ("trace-cmd record -e rv" takes them too).  Arguments are plain numbers
+ * so that this header needs no rv structure.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM rv
+
+#if !defined(_TRACE_RV_CONN_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _TRACE_RV_CONN_H
+
+#include <linux/tracepoint.h>
+#include <rdma/rv_user_ioctls.h>
+
+#define rv_show_conn_state(s)					\
+	__print_symbolic(s,					\
+			 { RV_CONN_STATE_IDLE, "IDLE" },	\
+			 { RV_CONN_STATE_CONNECTING, "CONNECTING" }, \
+			 { RV_CONN_STATE_CONNECTED, "CONNECTED" }, \
+			 { RV_CONN_STATE_ERROR, "ERROR" })
+
+/* A connection changed state (rv_conn_update_state()). */
+TRACE_EVENT(rv_conn_state,
+	    TP_PROTO(u32 job, u32 conn, u32 state, u32 reason, u64 generation,
+		     u32 connected),
+	    TP_ARGS(job, conn, state, reason, generation, connected),
+	    TP_STRUCT__entry(__field(u32, job)
+			     __field(u32, conn)
+			     __field(u32, state)
+			     __field(u32, reason)
+			     __field(u64, generation)
+			     __field(u32, connected)),
+	    TP_fast_assign(__entry->job = job;
+			   __entry->conn = conn;
+			   __entry->state = state;
+			   __entry->reason = reason;
+			   __entry->generation = generation;
+			   __entry->connected = connected;),
+	    TP_printk("job %u conn %u %s reason %u generation %llu connected %u",
+		      __entry->job, __entry->conn,
+		      rv_show_conn_state(__entry->state), __entry->reason,
+		      __entry->generation, __entry->connected)
+);
+
+/* An rdma_cm event on one of a connection's QP ids (enum rdma_cm_event_type). */
+TRACE_EVENT(rv_cm_event,
+	    TP_PROTO(u32 job, u32 conn, u32 qp, int event, int status),
+	    TP_ARGS(job, conn, qp, event, status),
+	    TP_STRUCT__entry(__field(u32, job)
+			     __field(u32, conn)
+			     __field(u32, qp)
+			     __field(int, event)
+			     __field(int, status)),
+	    TP_fast_assign(__entry->job = job;
+			   __entry->conn = conn;
+			   __entry->qp = qp;
+			   __entry->event = event;
+			   __entry->status = status;),
+	    TP_printk("job %u conn %u qp %u event %d status %d",
+		      __entry->job, __entry->conn, __entry->qp, __entry->event,
+		      __entry->status)
+);
+
+/* A connection request on the listener: 0 accepted, else RV_CM_REJ_*. */
+TRACE_EVENT(rv_cm_request,
+	    TP_PROTO(u32 dev, u32 port, int reject),
+	    TP_ARGS(dev, port, reject),
+	    TP_STRUCT__entry(__field(u32, dev)
+			     __field(u32, port)
+			     __field(int, reject)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->port = port;
+			   __entry->reject = reject;),
+	    TP_printk("device %u port %u %s %d", __entry->dev, __entry->port,
+		      __entry->reject ? "rejected" : "accepted", __entry->reject)
+);
+
+#endif /* _TRACE_RV_CONN_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#define TRACE_INCLUDE_FILE rv_conn_trace
+
+#include <trace/define_trace.h>

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_cm_forge - send one hand-made connection request to rv's listener
+ * from user space (librdmacm) and report how it was answered.
+ *
+ *   rv_cm_forge -r REMOTE_IP [-P PORT] -k KEY [-u UID] [-n NUM_CONN]
+ *               [-i QP_INDEX] [-m MAGIC] [-v VERSION] [-l PDATA_LEN]
+ *               [-x EXPECTED_REJECT]
+ *
+ * The private data follows rv's wire format (struct rv_cm_req_pdata in
+ * drivers/infiniband/ulp/rv/rv_conn.h): every field may be forged.
+ * Prints "rejected status S reason R" (R is rv's RV_CM_REJ_* from the
+ * reject's private data, 0 if none) or "established".  Exit status 0 when
+ * the request was rejected with reason EXPECTED_REJECT (any reason when
+ * -x is not given), 1 otherwise (accepted, timeout, error).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+/* rv's request private data, version 1; all big endian. */
+struct req_pdata {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t qp_index;
+	uint16_t num_conn;
+	uint8_t key_len;
+	uint8_t rsvd;
+	uint32_t uid;
+	uint8_t key[16];
+};
+
+struct rej_pdata {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reason;
+};
+
+static struct rdma_event_channel *ch;
+
+/* Next event, which must be @want; 10 s at most. */
+static int get_event(enum rdma_cm_event_type want, struct rdma_cm_event **evp)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, 10000) != 1) {
+		fprintf(stderr, "no CM event within 10 s (waiting for %s)\n",
+			rdma_event_str(want));
+		return -1;
+	}
+	if (rdma_get_cm_event(ch, evp)) {
+		perror("rdma_get_cm_event");
+		return -1;
+	}
+	if ((*evp)->event != want) {
+		if ((*evp)->event != RDMA_CM_EVENT_REJECTED &&
+		    (*evp)->event != RDMA_CM_EVENT_ESTABLISHED)
+			fprintf(stderr, "got %s (status %d), wanted %s\n",
+				rdma_event_str((*evp)->event),
+				(*evp)->status, rdma_event_str(want));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct req_pdata req = {
+		.magic = htonl(0x5256434d),
+		.version = htons(1),
+		.num_conn = htons(4),
+		.uid = htonl(getuid()),
+	};
+	struct rdma_conn_param param = { .retry_count = 7 };
+	struct ibv_qp_init_attr qpa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	const char *remote = NULL, *key = NULL;
+	int c, expect = -1, rc = 1, port = 18550, len = sizeof(req);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+
+	while ((c = getopt(argc, argv, "r:P:k:u:n:i:m:v:l:x:")) != -1) {
+		switch (c) {
+		case 'r': remote = optarg; break;
+		case 'P': port = atoi(optarg); break;
+		case 'k': key = optarg; break;
+		case 'u': req.uid = htonl(strtoul(optarg, NULL, 0)); break;
+		case 'n': req.num_conn = htons(atoi(optarg)); break;
+		case 'i': req.qp_index = htons(atoi(optarg)); break;
+		case 'm': req.magic = htonl(strtoul(optarg, NULL, 0)); break;
+		case 'v': req.version = htons(atoi(optarg)); break;
+		case 'l': len = atoi(optarg); break;
+		case 'x': expect = atoi(optarg); break;
+		default: return 2;
+		}
+	}
+	if (!remote || !key || strlen(key) > sizeof(req.key) ||
+	    len < 0 || len > 56 ||
+	    inet_pton(AF_INET, remote, &dst.sin_addr) != 1) {
+		fprintf(stderr, "usage: see the comment at the top of %s\n",
+			__FILE__);
+		return 2;
+	}
+	dst.sin_port = htons(port);
+	req.key_len = strlen(key);
+	memcpy(req.key, key, req.key_len);
+
+	ch = rdma_create_event_channel();
+	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+		perror("rdma_create_id");
+		return 1;
+	}
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) ||
+	    get_event(RDMA_CM_EVENT_ADDR_RESOLVED, &ev))
+		return 1;
+	rdma_ack_cm_event(ev);
+	if (rdma_resolve_route(id, 2000) ||
+	    get_event(RDMA_CM_EVENT_ROUTE_RESOLVED, &ev))
+		return 1;
+	rdma_ack_cm_event(ev);
+
+	cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	qpa.send_cq = cq;
+	qpa.recv_cq = cq;
+	if (!cq || rdma_create_qp(id, NULL, &qpa)) {
+		perror("create qp");
+		return 1;
+	}
+	param.private_data = &req;
+	param.private_data_len = len;
+	if (rdma_connect(id, &param)) {
+		perror("rdma_connect");
+		return 1;
+	}
+	if (get_event(RDMA_CM_EVENT_REJECTED, &ev) < 0)
+		return 1;
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		const struct rej_pdata *rej = ev->param.conn.private_data;
+		int reason = 0;
+
+		if (rej && ev->param.conn.private_data_len >= sizeof(*rej) &&
+		    ntohl(rej->magic) == 0x5256434d)
+			reason = ntohs(rej->reason);
+		printf("rejected status %d reason %d\n", ev->status, reason);
+		rc = expect < 0 || expect == reason ? 0 : 1;
+	} else {
+		printf("%s\n", rdma_event_str(ev->event));
+	}
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(id);
+	ibv_destroy_cq(cq);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return rc;
+}

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_conn_test - one process of a job that connects to remote nodes, for
+ * the multi-node connection tests (vm/conn.sh drives many of them).
+ *
+ *   rv_conn_test -k KEY [-n NUM_CONN] [-d DELAY_MS] [-t TIMEOUT_MS]
+ *                [-e EXPECT] [-s STATUS_FILE] [-1] PEER...
+ *
+ * Attaches to $RV_IBDEV port 1 with the port's first RoCE v2 IPv4 GID and
+ * job key KEY, sleeps DELAY_MS, creates and connects a connection to each
+ * PEER (a.b.c.d or a.b.c.d:port) with TIMEOUT_MS, waits for each to settle
+ * (at most TIMEOUT_MS + 10 s), and writes one line per peer to
+ * STATUS_FILE (atomically, via rename; stdout without -s) followed by "result ok" or
+ * "result fail".  EXPECT is "connected" (default) or the name of the
+ * error reason expected (e.g. "unreachable").  Exit status 0 when every
+ * peer met EXPECT, 1 otherwise, 4 (kselftest skip) without a device.
+ *
+ * Without -1 the process then stays: SIGUSR1 re-queries every connection
+ * and rewrites STATUS_FILE, SIGTERM or SIGINT exits (closing the file,
+ * which drops its handles).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rv_test_util.h"
+
+#define MAX_PEERS 8
+
+static const char *const state_names[] = {
+	[RV_CONN_STATE_IDLE] = "idle",
+	[RV_CONN_STATE_CONNECTING] = "connecting",
+	[RV_CONN_STATE_CONNECTED] = "connected",
+	[RV_CONN_STATE_ERROR] = "error",
+};
+
+static const char *const reason_names[] = {
+	[RV_CONN_REASON_NONE] = "none",
+	[RV_CONN_REASON_UNREACHABLE] = "unreachable",
+	[RV_CONN_REASON_NO_LISTENER] = "no_listener",
+	[RV_CONN_REASON_NO_CONN] = "no_conn",
+	[RV_CONN_REASON_BUSY] = "busy",
+	[RV_CONN_REASON_BAD_REQUEST] = "bad_request",
+	[RV_CONN_REASON_MISMATCH] = "mismatch",
+	[RV_CONN_REASON_BAD_REPLY] = "bad_reply",
+	[RV_CONN_REASON_TIMEOUT] = "timeout",
+	[RV_CONN_REASON_DEVICE_REMOVED] = "device_removed",
+	[RV_CONN_REASON_DISCONNECTED] = "disconnected",
+	[RV_CONN_REASON_NO_RESOURCES] = "no_resources",
+};
+
+#define NAME(tab, i) ((i) < sizeof(tab) / sizeof(tab[0]) && tab[i] ? \
+		      tab[i] : "?")
+
+struct peer {
+	const char *arg;
+	struct sockaddr_in sin;
+	int handle;
+	int ret;		/* last librv error, 0 if none */
+	uint64_t ms;		/* time from connect to settled */
+	struct rv_conn_query q;
+};
+
+static struct peer peers[MAX_PEERS];
+static int npeers;
+static const char *status_file;
+static const char *expect = "connected";
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int parse_peer(struct peer *p, const char *arg)
+{
+	char ip[64];
+	const char *colon = strchr(arg, ':');
+	size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+
+	if (len >= sizeof(ip))
+		return -1;
+	memcpy(ip, arg, len);
+	ip[len] = 0;
+	p->arg = arg;
+	p->sin.sin_family = AF_INET;
+	p->sin.sin_port = htons(colon ? atoi(colon + 1) : 0);
+	return inet_pton(AF_INET, ip, &p->sin.sin_addr) == 1 ? 0 : -1;
+}
+
+static bool peer_ok(const struct peer *p)
+{
+	if (p->ret)
+		return false;
+	if (!strcmp(expect, "connected"))
+		return p->q.state == RV_CONN_STATE_CONNECTED &&
+		       p->q.connected == p->q.num_conn;
+	return p->q.state == RV_CONN_STATE_ERROR &&
+	       !strcmp(expect, NAME(reason_names, p->q.reason));
+}
+
+static int write_status(void)
+{
+	char tmp[4096];
+	bool ok = true;
+	FILE *f;
+	int i;
+
+	if (status_file) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp", status_file);
+		f = fopen(tmp, "w");
+	} else {
+		f = stdout;
+	}
+	if (!f)
+		return -1;
+	for (i = 0; i < npeers; i++) {
+		const struct peer *p = &peers[i];
+
+		fprintf(f, "peer %s pid %d err %d conn_id %u state %s reason %s generation %llu connected %u/%u role %s handles %u attempts %llu rejects %u ms %llu\n",
+			p->arg, getpid(), p->ret, p->q.conn_id,
+			NAME(state_names, p->q.state),
+			NAME(reason_names, p->q.reason),
+			(unsigned long long)p->q.generation, p->q.connected,
+			p->q.num_conn,
+			p->q.role == RV_CONN_ROLE_CLIENT ? "client" : "server",
+			p->q.handles, (unsigned long long)p->q.attempts,
+			p->q.rejects, (unsigned long long)p->ms);
+		ok = ok && peer_ok(p);
+	}
+	fprintf(f, "result %s\n", ok ? "ok" : "fail");
+	if (!status_file) {
+		fflush(f);
+		return ok ? 0 : 1;
+	}
+	fclose(f);
+	rename(tmp, status_file);
+	return ok ? 0 : 1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: rv_conn_test -k KEY [-n NUM_CONN] [-d DELAY_MS] [-t TIMEOUT_MS] [-e EXPECT] [-s STATUS_FILE] [-1] PEER...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	uint32_t num_conn = 0, delay_ms = 0, timeout_ms = 20000;
+	const char *key = NULL;
+	bool once = false;
+	struct rv_attach a;
+	struct rv *rv;
+	sigset_t set;
+	int c, i, ret, idx, gid, sig, rc;
+
+	while ((c = getopt(argc, argv, "k:n:d:t:e:s:1")) != -1) {
+		switch (c) {
+		case 'k': key = optarg; break;
+		case 'n': num_conn = atoi(optarg); break;
+		case 'd': delay_ms = atoi(optarg); break;
+		case 't': timeout_ms = atoi(optarg); break;
+		case 'e': expect = optarg; break;
+		case 's': status_file = optarg; break;
+		case '1': once = true; break;
+		default: usage();
+		}
+	}
+	if (!key || !*key || strlen(key) > RV_JOB_KEY_MAX || optind >= argc)
+		usage();
+	for (i = optind; i < argc && npeers < MAX_PEERS; i++)
+		if (parse_peer(&peers[npeers++], argv[i]))
+			usage();
+
+	/* Signals are taken synchronously by sigwait() below. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	idx = rv_device_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (idx < 0 || gid < 0) {
+		fprintf(stderr, "no device %s or no IPv4 RoCE v2 GID\n",
+			rv_test_ibdev());
+		return 4;
+	}
+	ret = rv_open(&rv, 0);
+	if (ret) {
+		fprintf(stderr, "rv_open: %s\n", strerror(-ret));
+		return ret == -ENOENT ? 4 : 1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.dev_index = idx;
+	a.port_num = RV_TEST_PORT;
+	a.gid_index = gid;
+	a.num_conn = num_conn;
+	a.job_key_len = strlen(key);
+	memcpy(a.job_key, key, a.job_key_len);
+	ret = rv_attach(rv, &a);
+	if (ret < 0) {
+		fprintf(stderr, "rv_attach: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (delay_ms)
+		usleep(delay_ms * 1000);
+
+	for (i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+
+		p->handle = rv_conn_create(rv, (struct sockaddr *)&p->sin,
+					   sizeof(p->sin), NULL);
+		if (p->handle < 0) {
+			p->ret = p->handle;
+			continue;
+		}
+		p->ret = rv_conn_connect(rv, p->handle, timeout_ms);
+		p->ms = now_ms();
+	}
+	for (i = 0; i < npeers; i++) {
+		struct peer *p = &peers[i];
+
+		if (p->ret)
+			continue;
+		ret = rv_conn_wait(rv, p->handle, timeout_ms + 10000, &p->q);
+		p->ms = now_ms() - p->ms;
+		if (ret < 0 && ret != -ETIMEDOUT)
+			p->ret = ret;
+	}
+	rc = write_status();
+	while (!once) {
+		if (sigwait(&set, &sig))
+			break;
+		if (sig != SIGUSR1)
+			break;
+		for (i = 0; i < npeers; i++)
+			if (peers[i].handle > 0)
+				peers[i].ret = rv_conn_query(rv,
+							     peers[i].handle,
+							     &peers[i].q);
+		rc = write_status();
+	}
+	rv_close(rv);
+	return rc;
+}

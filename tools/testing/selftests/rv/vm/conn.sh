@@ -1,0 +1,414 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# conn.sh - rv's shared connections across VMs; runs on every node of a
+# group (see tests.list):
+#
+#   conn.sh scale   3 nodes: P processes per node of one job connect to
+#                   every other node; QP count per node for P = 1, 4, 8 and
+#                   num_conn = 1, 4, 16 must be num_conn * (N - 1)
+#   conn.sh pair    2 nodes: creation order and timing, isolation (other
+#                   uid, other key, forged requests), reconnect after the
+#                   server side went away, churn (one side created and
+#                   torn down repeatedly), unreachable / no listener,
+#                   lifetime and unload, device removal
+#
+# Nodes meet at barriers: files in the run's shared output directory.
+# Every wait is bounded.  rv's QPs are created through rdma_cm, so "rdma
+# res show qp" lists them as kernel RC QPs of "[rdma_cm]" (kernel QPs show
+# no PD); nothing else in the VMs creates kernel RC QPs.  rv's CQs (one per
+# QP) show as "[rv]".
+
+set -uo pipefail
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+: "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
+mode=${1:?usage: conn.sh scale|pair}
+me=$RV_NODE
+T=$RV_REPO/tools/testing/selftests/rv
+CT=$T/rv_conn_test
+shared=$(dirname "$RV_OUT")/conn-barriers
+work=$RV_OUT/conn
+mkdir -p "$shared" "$work"
+# Every phase has its own job key (the VMs are fresh for each run), so
+# leftovers of a failed phase never match the next one.
+run=k
+
+# barrier NAME [SECONDS]: wait until every node reached NAME.
+barrier() {
+	local name=$1 limit=${2:-120} i n
+	touch "$shared/$name.node$me"
+	for ((i = 0; i < limit * 5; i++)); do
+		n=$(find "$shared" -maxdepth 1 -name "$name.node*" | wc -l)
+		[[ $n -ge $RV_NODES ]] && return 0
+		sleep 0.2
+	done
+	tap_diag "barrier $name: timed out after ${limit}s"
+	return 1
+}
+
+count_qps() {
+	rdma res show qp 2>/dev/null | grep -w 'type RC' | grep -c 'comm \[rdma_cm\]'
+}
+count_cqs() {
+	rdma res show cq 2>/dev/null | grep -c 'comm \[rv\]'
+}
+
+# wait_count WANT SECONDS: until count_qps is WANT; prints the last count.
+wait_count() {
+	local want=$1 limit=$2 i c
+	for ((i = 0; i < limit * 5; i++)); do
+		c=$(count_qps)
+		[[ $c -eq $want ]] && break
+		sleep 0.2
+	done
+	echo "$c"
+	[[ $c -eq $want ]]
+}
+
+# wait_status FILE... : until every status file exists; bounded.
+wait_status() {
+	local f i
+	for f in "$@"; do
+		for ((i = 0; i < 600; i++)); do
+			[[ -s $f ]] && grep -q '^result' "$f" && break
+			sleep 0.2
+		done
+	done
+}
+
+# all_ok FILE...: every status file says "result ok".
+all_ok() {
+	local f rc=0
+	for f in "$@"; do
+		sed 's/^/  /' "$f" 2>/dev/null || echo "  $f missing"
+		grep -qx 'result ok' "$f" 2>/dev/null || rc=1
+	done
+	return $rc
+}
+
+# refresh FILE...: ask each holder (pid in its status file) to re-query.
+refresh() {
+	local f pid
+	for f in "$@"; do
+		pid=$(awk '/^peer/ { print $4; exit }' "$f")
+		rm -f "$f"
+		kill -USR1 "$pid"
+	done
+	wait_status "$@"
+}
+
+peers_except_me() {
+	local i
+	for ((i = 0; i < RV_NODES; i++)); do
+		[[ $i -eq $me ]] || echo -n "$(rv_node_ip "$i") "
+	done
+}
+
+stop_all() {
+	local p
+	for p in "$@"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
+}
+
+# ---- scale ------------------------------------------------------------------
+
+scale_one() {
+	local C=$1 P=$2 key="s$run$C-$P" tag="n$C-p$P" i c cq pids=() st=()
+	local peers want=$((C * (RV_NODES - 1)))
+	peers=$(peers_except_me)
+	barrier "start-$tag" || true
+	for ((i = 0; i < P; i++)); do
+		st+=("$work/$tag.$i")
+		# shellcheck disable=SC2086
+		$CT -k "$key" -n "$C" -t 90000 -s "$work/$tag.$i" $peers \
+			2>"$work/$tag.$i.err" &
+		pids+=($!)
+	done
+	wait_status "${st[@]}"
+	tap_run "connected-$tag" all_ok "${st[@]}"
+	c=$(wait_count "$want" 10)
+	cq=$(count_cqs)
+	tap_diag "qp-count node$me P=$P num_conn=$C: rv RC QPs $c, rv CQs $cq, expected $want, one QP per process pair would be $((P * P * (RV_NODES - 1)))"
+	if [[ $c -eq $want && $cq -eq $want ]]; then
+		tap_ok "qp-count-$tag"
+	else
+		tap_fail "qp-count-$tag" "$c QPs, $cq CQs, want $want"
+	fi
+	barrier "measured-$tag" || true
+	stop_all "${pids[@]}"
+	c=$(wait_count 0 30)
+	if [[ $c -eq 0 ]]; then
+		tap_ok "qp-released-$tag"
+	else
+		tap_fail "qp-released-$tag" "$c QPs left"
+	fi
+	barrier "done-$tag" || true
+}
+
+scale() {
+	local C P
+	for C in 1 4 16; do
+		for P in 1 4 8; do
+			scale_one "$C" "$P"
+		done
+	done
+}
+
+# ---- pair -------------------------------------------------------------------
+
+# order NAME LATE_NODE: LATE_NODE creates its side 3 s after the other.
+order() {
+	local name=$1 late=$2 d=0 pid peer
+	peer=$(rv_node_ip $((1 - me)))
+	[[ $me -eq $late ]] && d=3000
+	barrier "start-$name" || true
+	$CT -k "o$run$late" -d "$d" -t 60000 -s "$work/$name" "$peer" \
+		2>"$work/$name.err" &
+	pid=$!
+	wait_status "$work/$name"
+	tap_run "$name" all_ok "$work/$name"
+	barrier "end-$name" || true
+	stop_all "$pid"
+}
+
+rej_count() {
+	awk -v k="$1" '$1 == k { print $2 }' /sys/kernel/debug/rv/cm_stats
+}
+
+# node0 (10.77.0.1, the client) attacks node1's job "iso".
+isolation() {
+	local key="i$run" peer pid st=$work/iso b0 n0 m0 u0 b1 n1 m1 u1
+	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P 18550)
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-iso || true
+	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>"$st.err" &
+	pid=$!
+	wait_status "$st"
+	tap_run iso-legit-connected all_ok "$st"
+	barrier iso-connected || true
+	if [[ $me -eq 1 ]]; then
+		b0=$(rej_count rejected_bad_request)
+		n0=$(rej_count rejected_no_conn)
+		m0=$(rej_count rejected_mismatch)
+		u0=$(rej_count rejected_busy)
+	fi
+	barrier iso-counted || true
+	if [[ $me -eq 0 ]]; then
+		tap_run iso-other-uid setpriv --reuid=65534 --regid=65534 \
+			--clear-groups "$CT" -k "$key" -t 4000 -e no_conn -1 "$peer"
+		tap_run iso-other-key "$CT" -k "x$run" -t 4000 -e no_conn -1 "$peer"
+		# Forged requests: one field wrong each (rv_cm_forge -x: the
+		# RV_CM_REJ_* expected: 1 no_conn, 2 busy, 4 bad_request,
+		# 5 mismatch).
+		tap_run forge-bad-magic "${F[@]}" -k "$key" -m 0x12345678 -x 4
+		tap_run forge-bad-version "${F[@]}" -k "$key" -v 2 -x 4
+		tap_run forge-short-pdata "${F[@]}" -k "$key" -l 8 -x 4
+		tap_run forge-bad-qp-index "${F[@]}" -k "$key" -i 4 -x 4
+		tap_run forge-num-conn "${F[@]}" -k "$key" -n 2 -i 0 -x 5
+		tap_run forge-wrong-key "${F[@]}" -k "y$run" -x 1
+		tap_run forge-wrong-uid "${F[@]}" -k "$key" -u 4242 -x 1
+		tap_run forge-hijack-connected-qp "${F[@]}" -k "$key" -i 0 -x 2
+	fi
+	barrier iso-attacked 180 || true
+	if [[ $me -eq 1 ]]; then
+		b1=$(rej_count rejected_bad_request)
+		n1=$(rej_count rejected_no_conn)
+		m1=$(rej_count rejected_mismatch)
+		u1=$(rej_count rejected_busy)
+		tap_diag "rejects counted: bad_request +$((b1 - b0)) no_conn +$((n1 - n0)) mismatch +$((m1 - m0)) busy +$((u1 - u0))"
+		tap_run iso-rejects-counted test $((b1 - b0)) -eq 4 -a \
+			$((m1 - m0)) -eq 1 -a $((u1 - u0)) -eq 1 -a $((n1 - n0)) -ge 4
+	fi
+	# The job's own connection never noticed.
+	refresh "$st"
+	tap_run iso-legit-untouched grep -q 'state connected reason none generation 1 connected 4/4' "$st"
+	barrier iso-end || true
+	stop_all "$pid"
+}
+
+# The server side goes away and comes back: the client reconnects within
+# its timeout and the generation advances.
+reconnect() {
+	local key="c$run" peer pid st=$work/rc i ok=0
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-rc || true
+	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
+	pid=$!
+	wait_status "$st"
+	tap_run rc-connected all_ok "$st"
+	barrier rc-connected || true
+	if [[ $me -eq 1 ]]; then
+		stop_all "$pid"
+		rm -f "$st"
+		sleep 1
+		$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
+		pid=$!
+		wait_status "$st"
+		tap_run rc-server-recreated all_ok "$st"
+	else
+		for ((i = 0; i < 60; i++)); do
+			refresh "$st"
+			if grep -q 'state connected reason none generation 2 ' "$st"; then
+				ok=1
+				break
+			fi
+			sleep 0.5
+		done
+		sed 's/^/# /' "$st"
+		tap_run rc-client-generation-2 test "$ok" -eq 1
+	fi
+	barrier rc-end || true
+	stop_all "$pid"
+}
+
+# Churn: one node holds its side of a job while the other node's side is
+# created, connected and torn down again 8 times (each process exits as
+# soon as it is connected), so requests, reconnects and teardown overlap.
+# Job A churns on node1 (the server side), job B on node0 (the client).
+churn() {
+	local n=8 i c ok=0 pid st=$work/churn peer hold go
+	peer=$(rv_node_ip $((1 - me)))
+	if [[ $me -eq 0 ]]; then
+		hold=A go=B
+	else
+		hold=B go=A
+	fi
+	barrier start-churn || true
+	$CT -k "$hold$run" -t 60000 -s "$st" "$peer" 2>/dev/null &
+	pid=$!
+	for ((i = 0; i < n; i++)); do
+		if timeout 60 "$CT" -k "$go$run" -t 30000 -1 "$peer" \
+			>"$work/churn.$i" 2>&1; then
+			ok=$((ok + 1))
+		else
+			sed 's/^/# /' "$work/churn.$i"
+		fi
+	done
+	tap_run churn-short-lived-connected test "$ok" -eq "$n"
+	barrier churn-done 180 || true
+	refresh "$st"
+	sed 's/^/# /' "$st"
+	tap_run churn-holder-alive grep -q '^peer .* generation [1-9]' "$st"
+	stop_all "$pid"
+	barrier churn-stopped || true
+	c=$(wait_count 0 30)
+	tap_run churn-qps-zero test "$c" -eq 0
+	barrier churn-end || true
+}
+
+# Bounded failures: node0 only; node1 idles at the barrier.
+failures() {
+	local t0 t1
+	if [[ $me -eq 0 ]]; then
+		t0=$(date +%s)
+		tap_run unreachable "$CT" -k "u$run" -t 3000 -e unreachable -1 10.77.0.99
+		t1=$(date +%s)
+		tap_run unreachable-bounded test $((t1 - t0)) -le 20
+		t0=$(date +%s)
+		tap_run no-listener "$CT" -k "l$run" -t 3000 -e no_listener -1 "$(rv_node_ip 1):18551"
+		t1=$(date +%s)
+		tap_run no-listener-bounded test $((t1 - t0)) -le 20
+	fi
+	barrier failures-end 120 || true
+}
+
+# Processes exit one by one; the connection lives until the last.
+lifetime() {
+	local key="t$run" peer i c pids=() st=() P=3
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-life || true
+	for ((i = 0; i < P; i++)); do
+		st+=("$work/life.$i")
+		$CT -k "$key" -t 60000 -s "$work/life.$i" "$peer" 2>/dev/null &
+		pids+=($!)
+	done
+	wait_status "${st[@]}"
+	tap_run life-connected all_ok "${st[@]}"
+	barrier life-connected || true
+	for ((i = 0; i < P - 1; i++)); do
+		stop_all "${pids[$i]}"
+		barrier "life-exit$i" || true
+		c=$(count_qps)
+		refresh "${st[@]:i+1}"
+		if [[ $c -eq 4 ]] && all_ok "${st[@]:i+1}" >/dev/null &&
+			grep -q 'generation 1 ' "${st[$((P - 1))]}"; then
+			tap_ok "life-up-after-exit$i"
+		else
+			tap_fail "life-up-after-exit$i" "$c QPs; $(cat "${st[$((P - 1))]}")"
+		fi
+		barrier "life-checked$i" || true
+	done
+	stop_all "${pids[$((P - 1))]}"
+	c=$(wait_count 0 30)
+	tap_run life-qps-zero test "$c" -eq 0
+	barrier life-end || true
+	tap_run rmmod rmmod rv
+	tap_run reload insmod "$RV_KO"
+}
+
+# Device removal under a connected job: node0 removes its rxe device.
+device_removal() {
+	local key="r$run" peer pid st=$work/rm netdev
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-rm || true
+	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
+	pid=$!
+	wait_status "$st"
+	tap_run rm-connected all_ok "$st"
+	barrier rm-connected || true
+	if [[ $me -eq 0 ]]; then
+		netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+		tap_run rm-link-delete timeout 60 rdma link delete "$RV_IBDEV"
+		refresh "$st"
+		tap_run rm-reports-removed grep -q 'state error reason device_removed' "$st"
+		stop_all "$pid"
+		tap_run rm-link-add rdma link add "$RV_IBDEV" type rxe netdev "${netdev:-eth0}"
+	fi
+	barrier rm-removed || true
+	stop_all "$pid"
+	barrier rm-end || true
+}
+
+tap_begin
+tap_diag "node$me of $RV_NODES ($RV_NODE_IPS), mode $mode, run $run"
+if [[ ! -x $CT ]] || ! grep -qw '^rv' /proc/modules; then
+	tap_skip "conn-$mode" "rv_conn_test not built or rv not loaded"
+	tap_end
+	exit
+fi
+case $mode in
+scale)
+	scale
+	;;
+pair)
+	tr=/sys/kernel/tracing
+	[[ -d $tr/events/rv/rv_conn_state ]] && echo 1 >"$tr/events/rv/enable"
+	order order-node1-late 1
+	order order-node0-late 0
+	isolation
+	reconnect
+	churn
+	failures
+	# Before lifetime's rmmod: the events of the tests so far.
+	if [[ -d $tr/events/rv/rv_conn_state ]]; then
+		grep -m 3 'rv_conn_state:.*CONNECTED' "$tr/trace" | sed 's/^/# /'
+		tap_run trace-conn-events grep -q 'rv_cm_event:' "$tr/trace"
+		echo 0 >"$tr/events/rv/enable"
+	else
+		tap_skip trace-conn-events "no tracefs"
+	fi
+	lifetime
+	device_removal
+	;;
+*)
+	echo "unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+tap_end
