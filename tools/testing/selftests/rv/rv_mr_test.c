@@ -9,7 +9,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/capability.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,23 +33,6 @@
 #define ACC_RW RV_ACCESS_REMOTE_WRITE
 #define ACC_RR RV_ACCESS_REMOTE_READ
 
-/* Pinned memory of this process in kB, or -1. */
-static long vm_pin_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f;
-
-	f = fopen("/proc/self/status", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /*
  * Unpinning after an invalidation is deferred to a work item: wait (at
  * most 5 s) for VmPin to reach @kb.  Returns the last value read.
@@ -61,7 +43,7 @@ static long wait_vm_pin_kb(long kb)
 	int i;
 
 	for (i = 0; i < 500; i++) {
-		now = vm_pin_kb();
+		now = rv_proc_status_kb("VmPin");
 		if (now == kb)
 			break;
 		usleep(10000);
@@ -213,7 +195,7 @@ TEST_F(mr, hit_and_miss)
 	EXPECT_EQ(64 * KiB, s.in_use_bytes);
 	EXPECT_EQ(16 * MiB, s.limit_bytes);
 	EXPECT_EQ(0, s.failures);
-	EXPECT_EQ(64, vm_pin_kb());
+	EXPECT_EQ(64, rv_proc_status_kb("VmPin"));
 
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h2));
 	s = stats_of(self->rv);
@@ -352,7 +334,7 @@ TEST_F(mr, munmap_invalidates)
 	ASSERT_NE(NULL, p);
 	h1 = rv_reg_mem(self->rv, p, 1 * MiB, ACC_RW, &r1);
 	ASSERT_GT(h1, 0);
-	EXPECT_EQ(1024, vm_pin_kb());
+	EXPECT_EQ(1024, rv_proc_status_kb("VmPin"));
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
 
 	ASSERT_EQ(0, munmap(p, 1 * MiB));
@@ -373,7 +355,7 @@ TEST_F(mr, munmap_invalidates)
 	s = stats_of(self->rv);
 	EXPECT_EQ(2, s.misses);
 	EXPECT_EQ(0, s.hits);
-	EXPECT_EQ(1024, vm_pin_kb());
+	EXPECT_EQ(1024, rv_proc_status_kb("VmPin"));
 	munmap(q, 1 * MiB);
 	EXPECT_EQ(2, stats_of(self->rv).invalidations);
 }
@@ -393,7 +375,7 @@ TEST_F(mr, munmap_in_use)
 	s = stats_of(self->rv);
 	EXPECT_EQ(1, s.invalidations);
 	EXPECT_EQ(1, s.in_use_entries);
-	EXPECT_EQ(256, vm_pin_kb());
+	EXPECT_EQ(256, rv_proc_status_kb("VmPin"));
 
 	/* Same address, new pages: a miss, not the stale entry. */
 	ASSERT_EQ(p, mmap(p, 256 * KiB, PROT_READ | PROT_WRITE,
@@ -402,10 +384,10 @@ TEST_F(mr, munmap_in_use)
 	h2 = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
 	ASSERT_GT(h2, 0);
 	EXPECT_NE(h1, h2);
-	EXPECT_EQ(512, vm_pin_kb());
+	EXPECT_EQ(512, rv_proc_status_kb("VmPin"));
 
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
-	EXPECT_EQ(256, vm_pin_kb());
+	EXPECT_EQ(256, rv_proc_status_kb("VmPin"));
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h1));
 	EXPECT_EQ(1, stats_of(self->rv).entries);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h2));
@@ -586,7 +568,7 @@ TEST(lru_order)
 	EXPECT_EQ(3, s.evict_pressure);
 	EXPECT_EQ(4, s.in_use_entries);
 	EXPECT_EQ(2, s.failures);
-	EXPECT_EQ(4096, vm_pin_kb());
+	EXPECT_EQ(4096, rv_proc_status_kb("VmPin"));
 
 	rv_close(rv);
 	/* Closing the file unpins everything. */
@@ -682,29 +664,13 @@ TEST_F(mr, evict_modes)
 				 &e));
 }
 
-/* Drop CAP_IPC_LOCK from the effective set so RLIMIT_MEMLOCK applies. */
-static int drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data))
-		return -errno;
-	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
-	if (syscall(SYS_capset, &hdr, data))
-		return -errno;
-	return 0;
-}
-
 TEST_F(mr, memlock_limit)
 {
 	struct rlimit rl = { 512 * KiB, 512 * KiB };
 	struct rv_mr_stats s;
 	int h;
 
-	ASSERT_EQ(0, drop_ipc_lock());
+	ASSERT_EQ(0, rv_drop_cap_ipc_lock());
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
 	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW,
 				      NULL));
@@ -712,14 +678,14 @@ TEST_F(mr, memlock_limit)
 	EXPECT_EQ(0, s.entries);
 	EXPECT_EQ(0, s.bytes);
 	EXPECT_EQ(1, s.failures);
-	EXPECT_EQ(0, vm_pin_kb());
+	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
 
 	/* Within the limit it works, and the limit counts what is pinned. */
 	h = rv_reg_mem(self->rv, self->buf, 256 * KiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf + 1 * MiB,
 				      384 * KiB, ACC_LW, NULL));
-	EXPECT_EQ(256, vm_pin_kb());
+	EXPECT_EQ(256, rv_proc_status_kb("VmPin"));
 	/* Unused entries give way when the rlimit is what stops pinning. */
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	EXPECT_GT(rv_reg_mem(self->rv, self->buf + 1 * MiB, 384 * KiB, ACC_LW,
@@ -727,7 +693,7 @@ TEST_F(mr, memlock_limit)
 	s = stats_of(self->rv);
 	EXPECT_EQ(1, s.evict_pressure);
 	EXPECT_EQ(1, s.entries);
-	EXPECT_EQ(384, vm_pin_kb());
+	EXPECT_EQ(384, rv_proc_status_kb("VmPin"));
 }
 
 /* Thousands of register/evict cycles: keys are recycled, nothing fails. */

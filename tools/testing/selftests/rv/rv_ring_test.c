@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,23 +21,6 @@
 #include "rv_test_util.h"
 
 #define ENTRIES 256
-
-/* Locked memory of this process in kB (VmLck), or -1. */
-static long vm_lck_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f;
-
-	f = fopen("/proc/self/status", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
 
 static int raw_attach(int fd, uint32_t entries)
 {
@@ -199,22 +181,6 @@ TEST(poll_before_attach)
 	close(pfd.fd);
 }
 
-/* Drop CAP_IPC_LOCK from the effective set so RLIMIT_MEMLOCK applies. */
-static int drop_ipc_lock(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data))
-		return -errno;
-	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
-	if (syscall(SYS_capset, &hdr, data))
-		return -errno;
-	return 0;
-}
-
 /* The ring is charged to RLIMIT_MEMLOCK (VmLck) and uncharged at close. */
 TEST(memlock_charge)
 {
@@ -224,9 +190,9 @@ TEST(memlock_charge)
 
 	if (access(RV_DEV_PATH, F_OK))
 		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
-	ASSERT_EQ(0, drop_ipc_lock());
+	ASSERT_EQ(0, rv_drop_cap_ipc_lock());
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
-	before = vm_lck_kb();
+	before = rv_proc_status_kb("VmLck");
 	ASSERT_LE(0, before);
 
 	fd = open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
@@ -236,16 +202,16 @@ TEST(memlock_charge)
 	if (ret == -ENODEV)
 		SKIP(return, "no RDMA device");
 	EXPECT_EQ(-ENOMEM, ret);
-	EXPECT_EQ(before, vm_lck_kb());
+	EXPECT_EQ(before, rv_proc_status_kb("VmLck"));
 	EXPECT_EQ(MAP_FAILED, map_ring(fd, 4096, MAP_SHARED, 0));
 	EXPECT_EQ(ENOTCONN, errno);
 
 	/* 4096 entries (128 KiB + header) fit. */
 	ASSERT_EQ(0, raw_attach(fd, 4096));
 	pages = (RV_RING_MMAP_SIZE(4096) + 4095) / 4096;
-	EXPECT_EQ(before + pages * 4, vm_lck_kb());
+	EXPECT_EQ(before + pages * 4, rv_proc_status_kb("VmLck"));
 	close(fd);
-	EXPECT_EQ(before, vm_lck_kb());
+	EXPECT_EQ(before, rv_proc_status_kb("VmLck"));
 }
 
 TEST(librv_ring)

@@ -12,10 +12,15 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <rdma/rv_user_ioctls.h>
 #include <rv/librv.h>
@@ -137,6 +142,45 @@ static inline int rv_test_ipv4_gid(const char *ibdev, struct in_addr *addr)
 		return i;
 	}
 	return -1;
+}
+
+/* A "Key:  N kB" line of /proc/self/status (VmPin, VmLck...), or -1. */
+static inline long rv_proc_status_kb(const char *key)
+{
+	char line[256], name[64];
+	long kb = -1, v;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63[^:]: %ld kB", name, &v) == 2 &&
+		    !strcmp(name, key)) {
+			kb = v;
+			break;
+		}
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Drop CAP_IPC_LOCK from the effective set, so that RLIMIT_MEMLOCK
+ * applies to this (root) process too.  0 or -errno.
+ */
+static inline int rv_drop_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	return 0;
 }
 
 #endif /* RV_TEST_UTIL_H */
