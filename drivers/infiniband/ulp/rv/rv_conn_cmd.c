@@ -53,9 +53,26 @@ static int rv_conn_parse_addr(const struct rv_conn_create *cmd,
 }
 
 /* Look up a handle of @rf; rf->lock held. */
-static struct rv_conn *rv_conn_lookup(struct rv_file *rf, u32 handle)
+/*
+ * Take rf->lock and find this file's connection @handle, for the attaching
+ * process.  On error the lock is not held.
+ */
+static struct rv_conn *rv_conn_lock_lookup(struct rv_file *rf, u32 handle)
 {
-	return handle ? xa_load(&rf->conns, handle) : NULL;
+	struct rv_conn *conn;
+	int ret;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	conn = handle ? xa_load(&rf->conns, handle) : NULL;
+	if (conn)
+		return conn;
+	ret = -ENOENT;
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ERR_PTR(ret);
 }
 
 int rv_cmd_conn_create(struct rv_file *rf, const struct rv_ucmd *ucmd,
@@ -121,21 +138,15 @@ int rv_cmd_conn_connect(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	struct rv_conn_connect *cmd = arg;
 	struct rv_conn *conn;
 	u32 timeout_ms, i;
-	int ret;
+	int ret = 0;
 
 	if (cmd->flags || cmd->timeout_ms > RV_CONN_TIMEOUT_MAX_MS)
 		return -EINVAL;
 	timeout_ms = cmd->timeout_ms ?: rv_conn_timeout_ms;
 
-	mutex_lock(&rf->lock);
-	ret = rv_file_check_owner(rf);
-	if (ret)
-		goto out_unlock;
-	conn = rv_conn_lookup(rf, cmd->handle);
-	if (!conn) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
+	conn = rv_conn_lock_lookup(rf, cmd->handle);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
 
 	mutex_lock(&conn->lock);
 	if (conn->dead) {
@@ -173,7 +184,6 @@ int rv_cmd_conn_connect(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 out_unlock_conn:
 	mutex_unlock(&conn->lock);
-out_unlock:
 	mutex_unlock(&rf->lock);
 	if (!ret)
 		ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
@@ -194,15 +204,9 @@ int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	    (cmd->timeout_ms && !(cmd->flags & RV_CONN_QUERY_F_WAIT)))
 		return -EINVAL;
 
-	mutex_lock(&rf->lock);
-	ret = rv_file_check_owner(rf);
-	if (ret)
-		goto out_unlock;
-	conn = rv_conn_lookup(rf, cmd->handle);
-	if (!conn) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
+	conn = rv_conn_lock_lookup(rf, cmd->handle);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
 	/* Keeps the connection while waiting without rf->lock. */
 	kref_get(&conn->kref);
 	mutex_unlock(&rf->lock);
@@ -235,10 +239,6 @@ int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 out_put:
 	rv_conn_put(conn);
-	return ret;
-
-out_unlock:
-	mutex_unlock(&rf->lock);
 	return ret;
 }
 
