@@ -149,6 +149,23 @@ static bool rv_mr_event_keeps_pages(enum mmu_notifier_event event)
 	       event == MMU_NOTIFY_SOFT_DIRTY;
 }
 
+/*
+ * A CACHED entry must never be found again: out of the tree; an unused one
+ * goes to the work item to be freed, one in use waits (STALE) for its last
+ * reference.  Caller holds cache->lock.
+ */
+static void rv_mr_retire(struct rv_mr_cache *cache, struct rv_mr_entry *e)
+{
+	if (rv_mr_in_use(e)) {
+		interval_tree_remove(&e->it, &cache->tree);
+		e->state = RV_MR_STALE;
+		return;
+	}
+	rv_mr_kill(cache, e, &cache->dead);
+	if (!cache->closing)
+		queue_work(system_unbound_wq, &cache->free_work);
+}
+
 static bool rv_mr_invalidate(struct mmu_interval_notifier *mni,
 			     const struct mmu_notifier_range *range,
 			     unsigned long cur_seq)
@@ -165,14 +182,7 @@ static bool rv_mr_invalidate(struct mmu_interval_notifier *mni,
 
 	trace_rv_mr_invalidate(e);
 	cache->stats.invalidations++;
-	if (rv_mr_in_use(e)) {
-		interval_tree_remove(&e->it, &cache->tree);
-		e->state = RV_MR_STALE;
-	} else {
-		rv_mr_kill(cache, e, &cache->dead);
-		if (!cache->closing)
-			queue_work(system_unbound_wq, &cache->free_work);
-	}
+	rv_mr_retire(cache, e);
 out_unlock:
 	spin_unlock(&cache->lock);
 	return true;
@@ -265,17 +275,8 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 		spin_lock(&cache->lock);
 		mr = e->mr;
 		e->mr = NULL;
-		if (e->state == RV_MR_CACHED) {
-			if (rv_mr_in_use(e)) {
-				interval_tree_remove(&e->it, &cache->tree);
-				e->state = RV_MR_STALE;
-			} else {
-				rv_mr_kill(cache, e, &cache->dead);
-				if (!cache->closing)
-					queue_work(system_unbound_wq,
-						   &cache->free_work);
-			}
-		}
+		if (e->state == RV_MR_CACHED)
+			rv_mr_retire(cache, e);
 		spin_unlock(&cache->lock);
 		if (mr)
 			ib_dereg_mr(mr);
@@ -300,27 +301,44 @@ static struct rv_mr_entry *rv_mr_lookup(struct rv_mr_cache *cache, u64 addr,
 }
 
 /*
- * Make room for @length more bytes: evict unused entries, least recently
- * used first, onto @victims.  Caller holds cache->lock.
+ * Evict unused entries, least recently used first, onto @victims until
+ * @bytes are freed or none is left.  Caller holds cache->lock.  Returns
+ * the bytes freed.
+ */
+static u64 rv_mr_evict_lru(struct rv_mr_cache *cache, u64 bytes,
+			   struct list_head *victims)
+{
+	struct rv_mr_entry *e;
+	u64 freed = 0;
+
+	while (freed < bytes && !list_empty(&cache->lru)) {
+		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
+		trace_rv_mr_evict(e);
+		cache->stats.evict_pressure++;
+		freed += e->length;
+		rv_mr_kill(cache, e, victims);
+	}
+	return freed;
+}
+
+/*
+ * Make room for @length more bytes under the limit, evicting onto
+ * @victims.  Caller holds cache->lock.
  */
 static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
 			   struct list_head *victims)
 {
 	struct rv_mr_stats *s = &cache->stats;
-	struct rv_mr_entry *e;
 
 	if (length > s->limit_bytes ||
 	    s->in_use_bytes > s->limit_bytes - length)
 		return -ENOSPC;
-	while (s->bytes > s->limit_bytes - length) {
-		/* bytes - in_use_bytes is what the LRU holds. */
-		if (WARN_ON_ONCE(list_empty(&cache->lru)))
-			return -ENOSPC;
-		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
-		trace_rv_mr_evict(e);
-		s->evict_pressure++;
-		rv_mr_kill(cache, e, victims);
-	}
+	if (s->bytes > s->limit_bytes - length)
+		rv_mr_evict_lru(cache, s->bytes - (s->limit_bytes - length),
+				victims);
+	/* bytes - in_use_bytes is what the LRU held: it must fit now. */
+	if (WARN_ON_ONCE(s->bytes > s->limit_bytes - length))
+		return -ENOSPC;
 	return 0;
 }
 
@@ -332,18 +350,11 @@ static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
  */
 static bool rv_mr_reclaim(struct rv_mr_cache *cache, u64 length)
 {
-	struct rv_mr_entry *e;
 	LIST_HEAD(victims);
-	u64 freed = 0;
+	u64 freed;
 
 	spin_lock(&cache->lock);
-	while (freed < length && !list_empty(&cache->lru)) {
-		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
-		trace_rv_mr_evict(e);
-		cache->stats.evict_pressure++;
-		freed += e->length;
-		rv_mr_kill(cache, e, &victims);
-	}
+	freed = rv_mr_evict_lru(cache, length, &victims);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &victims);
 	return freed;
@@ -715,7 +726,6 @@ int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	struct rv_mr_cache *cache = &rf->mr_cache;
 	struct rv_mr_stats *cmd = arg;
 	u32 size = cmd->size;
-	int ret;
 
 	if (cmd->flags)
 		return -EINVAL;
@@ -732,6 +742,5 @@ int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 	cmd->size = size;
 	cmd->flags = 0;
-	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
-	return ret;
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
