@@ -61,6 +61,9 @@ enum {
 	RV_CMD_CONN_CONNECT = 0x07,
 	RV_CMD_CONN_QUERY = 0x08,
 	RV_CMD_CONN_DESTROY = 0x09,
+	RV_CMD_POST_WRITE = 0x0a,
+	RV_CMD_POST_WRITES = 0x0b,
+	RV_CMD_STATS = 0x0c,
 };
 
 /* Limits, also reported by RV_IOCTL_QUERY. */
@@ -410,7 +413,9 @@ struct rv_ring_header {
  *	values, 0 for success); RECV: always 0
  * @wr_id: SEND: the caller's wr_id; RECV: 0
  * @imm: RECV: the immediate data, as sent; SEND: 0
- * @bytes: bytes written
+ * @bytes: SEND: the write's @length; RECV: bytes of the write's last
+ *	segment (its whole length unless longer than CONN_QUERY's
+ *	@max_segment)
  * @conn_id: the connection's node-wide id (CONN_CREATE's @conn_id)
  * @generation: the connection's generation when the write was posted
  *	(SEND) or arrived (RECV)
@@ -589,6 +594,24 @@ struct rv_conn_connect {
  * @rejects: out: client: connection requests the remote refused
  * @attempts: out: client: connection requests sent (all QPs, retries
  *	included)
+ * @writes_posted: out: writes posted on the connection (all processes)
+ * @bytes_posted: out: their bytes
+ * @writes_completed: out: writes that completed successfully
+ * @writes_failed: out: writes that completed with an error status
+ * @recvs: out: writes with immediate that arrived and were delivered to
+ *	a process's ring
+ * @bytes_received: out: their bytes
+ * @drops_no_slot: out: arrived writes whose immediate named a slot with no
+ *	attached process (or one whose ring was not mapped yet): dropped
+ * @drops_ring_full: out: arrived writes dropped because the destination
+ *	process's ring was full (also counted in its ring's @overflows)
+ * @recv_errors: out: receive completions with an error status other than
+ *	a flush (the QP broke)
+ * @inflight: out: writes posted and not completed yet
+ * @max_segment: out: the longest single RDMA WRITE the device takes
+ *	(the port's maximum message size); longer writes are split
+ *
+ * The fields from @writes_posted on were appended: the minimum @size is 64.
  *
  * The wait ends early when the connection is CONNECTED or in ERROR (or a
  * signal arrives); when @timeout_ms passes first the current state is
@@ -616,6 +639,17 @@ struct rv_conn_query {
 	__u32 handles;
 	__u32 rejects;
 	__aligned_u64 attempts;
+	__aligned_u64 writes_posted;
+	__aligned_u64 bytes_posted;
+	__aligned_u64 writes_completed;
+	__aligned_u64 writes_failed;
+	__aligned_u64 recvs;
+	__aligned_u64 bytes_received;
+	__aligned_u64 drops_no_slot;
+	__aligned_u64 drops_ring_full;
+	__aligned_u64 recv_errors;
+	__u32 inflight;
+	__u32 max_segment;
 };
 
 #define RV_IOCTL_CONN_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_CONN_QUERY)
@@ -639,5 +673,162 @@ struct rv_conn_destroy {
 };
 
 #define RV_IOCTL_CONN_DESTROY _IO(RV_IOCTL_TYPE, RV_CMD_CONN_DESTROY)
+
+/*
+ * The data path.  POST_WRITE posts one RDMA WRITE with immediate on a
+ * connection: @length bytes from a registration of this file (REG_MEM's
+ * handle, any access) to @remote_addr under the remote registration's
+ * @rkey, carrying the 32-bit @imm.  On the remote node the write's
+ * receive completion goes to the process whose slot is the top
+ * @slot_bits bits of @imm (the job's ATTACH @slot_bits); the other bits
+ * are the middleware's.  A slot with no process counts in the remote
+ * connection's @drops_no_slot and the event is dropped, never delivered
+ * elsewhere.
+ *
+ * rv stripes writes over the connection's QPs, each with as many writes
+ * in flight as its send queue holds (CONN_CREATE's @send_depth); when
+ * every QP is full the post fails with EAGAIN and nothing is queued: reap
+ * SEND events and post again.  A write longer than the connection's
+ * @max_segment (CONN_QUERY) is split into segments on one QP, each
+ * taking a send queue entry; only the last carries the immediate, so the
+ * receiver sees one RECV event, after all the data has landed, whose
+ * @bytes are those of the last segment.
+ *
+ * Each write ends with exactly one RV_EVENT_SEND in the posting
+ * process's ring, carrying @wr_id and the status; an error status (a bad
+ * @rkey, a remote range outside the remote registration, a broken
+ * connection) says the data may not have been written.  Until then the
+ * write holds its registration (a deregistered or invalidated one is
+ * freed after the write) and its connection.  Closing the file waits for
+ * its writes in flight.
+ */
+
+/* Longest write (1 GiB); longer ones fail with EMSGSIZE. */
+#define RV_MAX_WRITE_BYTES	(1U << 30)
+/* Most writes one POST_WRITES takes. */
+#define RV_MAX_POST_WRITES	1024
+
+/**
+ * struct rv_write - one RDMA WRITE with immediate
+ * @wr_id: the caller's, returned in the write's RV_EVENT_SEND
+ * @local_addr: start of the data in this process, inside the registration
+ *	@mr_handle
+ * @remote_addr: where to write it in the remote process (the remote
+ *	REG_MEM's @iova for its @addr, plus the offset)
+ * @length: bytes, 0..RV_MAX_WRITE_BYTES; 0 sends just the immediate
+ * @conn_handle: connection handle from CONN_CREATE on this file
+ * @mr_handle: registration handle from REG_MEM on this file; must be 0
+ *	when @length is 0
+ * @rkey: the remote registration's rkey
+ * @imm: the immediate: destination slot in the top slot_bits, the rest
+ *	passed through
+ */
+struct rv_write {
+	__aligned_u64 wr_id;
+	__aligned_u64 local_addr;
+	__aligned_u64 remote_addr;
+	__aligned_u64 length;
+	__u32 conn_handle;
+	__u32 mr_handle;
+	__u32 rkey;
+	__u32 imm;
+};
+
+/**
+ * struct rv_post_write - post one write
+ * @size: sizeof(struct rv_post_write)
+ * @flags: must be 0
+ * @write: in: the write
+ *
+ * Never blocks.  Errors (nothing was posted):
+ *  EINVAL    @mr_handle not 0 with @length 0; the local range wraps
+ *  ENOENT    this file has no connection @conn_handle, or no registration
+ *            @mr_handle
+ *  ERANGE    [@local_addr, @local_addr + @length) is not inside the
+ *            registration
+ *  ESTALE    the registration's memory changed since REG_MEM (munmap, ...)
+ *            or its device went away: register again
+ *  EMSGSIZE  @length above RV_MAX_WRITE_BYTES, or it needs more segments
+ *            than a QP's send queue holds
+ *  EAGAIN    every QP's send queue is full, or the connection is
+ *            (re)connecting: reap events and retry
+ *  EPIPE     the connection is IDLE (never connected: CONN_CONNECT) or in
+ *            ERROR
+ *  ENODEV    the device was removed
+ */
+struct rv_post_write {
+	__u32 size;
+	__u32 flags;
+	struct rv_write write;
+};
+
+#define RV_IOCTL_POST_WRITE _IO(RV_IOCTL_TYPE, RV_CMD_POST_WRITE)
+
+/**
+ * struct rv_post_writes - post several writes in one call
+ * @size: sizeof(struct rv_post_writes)
+ * @flags: must be 0
+ * @writes: in: user address of @count struct rv_write
+ * @count: in: writes to post, 1..RV_MAX_POST_WRITES
+ * @entry_size: in: sizeof(struct rv_write)
+ * @posted: out: writes posted, in order from the first
+ * @error: out: when @posted < @count, the positive errno (as for
+ *	POST_WRITE) that stopped the write at index @posted; else 0
+ *
+ * Writes are posted in order until one fails.  If the first fails the
+ * call fails with its errno; otherwise it succeeds and reports @posted
+ * and @error.
+ *
+ * Errors: EINVAL (@count or @entry_size out of range), EFAULT (@writes
+ * not readable), and those of POST_WRITE for the first write.
+ */
+struct rv_post_writes {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 writes;
+	__u32 count;
+	__u32 entry_size;
+	__u32 posted;
+	__u32 error;
+};
+
+#define RV_IOCTL_POST_WRITES _IO(RV_IOCTL_TYPE, RV_CMD_POST_WRITES)
+
+/**
+ * struct rv_stats - this process's (file's) data path figures
+ * @size: sizeof(struct rv_stats)
+ * @flags: must be 0
+ * @writes_posted: out: writes posted (POST_WRITE and POST_WRITES)
+ * @bytes_posted: out: their bytes
+ * @writes_completed: out: SEND events with success status
+ * @writes_failed: out: SEND events with an error status
+ * @posts_eagain: out: posts refused with EAGAIN (queues full or
+ *	reconnecting)
+ * @recvs: out: RECV events delivered to this file's ring
+ * @bytes_received: out: their bytes
+ * @ring_overflows: out: events dropped because this ring was full (the
+ *	ring header's @overflows)
+ * @inflight: out: writes posted and not completed yet
+ * @rsvd: 0
+ *
+ * Any process holding the file may read them.  Errors: ENOTCONN (not
+ * attached).
+ */
+struct rv_stats {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 writes_posted;
+	__aligned_u64 bytes_posted;
+	__aligned_u64 writes_completed;
+	__aligned_u64 writes_failed;
+	__aligned_u64 posts_eagain;
+	__aligned_u64 recvs;
+	__aligned_u64 bytes_received;
+	__aligned_u64 ring_overflows;
+	__u32 inflight;
+	__u32 rsvd;
+};
+
+#define RV_IOCTL_STATS _IO(RV_IOCTL_TYPE, RV_CMD_STATS)
 
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */
