@@ -22,6 +22,8 @@ struct rv {
 	int fd;
 	/* Slot from the last successful rv_attach(), -1 before that. */
 	int slot;
+	/* The job's slot_bits from that rv_attach(), 0 before. */
+	unsigned int slot_bits;
 	struct rv_ring_map ring;
 };
 

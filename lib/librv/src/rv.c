@@ -92,6 +92,7 @@ int rv_attach(struct rv *rv, struct rv_attach *a)
 		return ret;
 	/* slot < 2^RV_MAX_SLOT_BITS, so it always fits an int. */
 	rv->slot = (int)a->slot;
+	rv->slot_bits = a->slot_bits;
 	ret = rv_ring_map_attached(rv, a->ring_entries);
 	return ret ? ret : rv->slot;
 }
@@ -99,6 +100,11 @@ int rv_attach(struct rv *rv, struct rv_attach *a)
 int rv_slot(const struct rv *rv)
 {
 	return rv->slot < 0 ? -ENOTCONN : rv->slot;
+}
+
+int rv_slot_bits(const struct rv *rv)
+{
+	return rv->slot < 0 ? -ENOTCONN : (int)rv->slot_bits;
 }
 
 int rv_conn_create(struct rv *rv, const struct sockaddr *addr,

@@ -334,6 +334,102 @@ int rv_conn_wait(struct rv *rv, uint32_t handle, uint32_t timeout_ms,
  */
 int rv_conn_destroy(struct rv *rv, uint32_t handle);
 
+/**
+ * rv_slot_bits() - the job's slot_bits
+ * @rv: handle from rv_open()
+ *
+ * Return: the immediate bits that name a slot in this file's job (as
+ * rv_attach() reported them), or -ENOTCONN if @rv is not attached.
+ */
+int rv_slot_bits(const struct rv *rv);
+
+/**
+ * rv_imm() - build a write's immediate
+ * @slot_bits: the job's slot_bits (rv_slot_bits()), 1..RV_MAX_SLOT_BITS
+ * @slot: the destination process's slot on the remote node
+ * @user: the middleware's bits; only the low 32 - @slot_bits are kept
+ *
+ * Return: @slot in the top @slot_bits bits, @user below.
+ */
+static inline uint32_t rv_imm(unsigned int slot_bits, uint32_t slot,
+			      uint32_t user)
+{
+	uint32_t user_mask = UINT32_MAX >> slot_bits;
+
+	return (slot << (32 - slot_bits)) | (user & user_mask);
+}
+
+/**
+ * rv_imm_slot() - the destination slot an immediate names
+ * @slot_bits: the job's slot_bits, 1..RV_MAX_SLOT_BITS
+ * @imm: an immediate, e.g. struct rv_event.imm
+ */
+static inline uint32_t rv_imm_slot(unsigned int slot_bits, uint32_t imm)
+{
+	return imm >> (32 - slot_bits);
+}
+
+/**
+ * rv_imm_user() - the middleware's bits of an immediate
+ * @slot_bits: the job's slot_bits, 1..RV_MAX_SLOT_BITS
+ * @imm: an immediate, e.g. struct rv_event.imm
+ */
+static inline uint32_t rv_imm_user(unsigned int slot_bits, uint32_t imm)
+{
+	return imm & (UINT32_MAX >> slot_bits);
+}
+
+/**
+ * rv_post_write() - post one RDMA WRITE with immediate
+ * @rv: handle from rv_open(), attached
+ * @w: the write (see struct rv_write): @conn_handle from rv_conn_create(),
+ *	@mr_handle from rv_reg_mem() covering [@local_addr, +@length), the
+ *	remote @remote_addr and @rkey, @imm (rv_imm()) and @wr_id
+ *
+ * Never blocks.  The write completes with one RV_EVENT_SEND carrying
+ * @wr_id in the ring (rv_poll_events()); the remote process named by
+ * @imm gets one RV_EVENT_RECV.
+ *
+ * Return: 0, or
+ *  -EINVAL    @w is NULL, @mr_handle not 0 with @length 0, the range wraps
+ *  -ENOENT    no such connection or registration handle on @rv
+ *  -ERANGE    the local range is not inside the registration
+ *  -ESTALE    the registration's memory changed: register again
+ *  -EMSGSIZE  @length above RV_MAX_WRITE_BYTES or too many segments
+ *  -EAGAIN    every send queue is full or the connection is reconnecting:
+ *             reap events and retry
+ *  -EPIPE     the connection is not connected (IDLE or ERROR)
+ *  -ENODEV    the device was removed
+ *  -ENOTCONN, -EPERM as for rv_reg_mem()
+ */
+int rv_post_write(struct rv *rv, const struct rv_write *w);
+
+/**
+ * rv_post_writes() - post several writes with as few system calls as
+ * possible
+ * @rv: handle from rv_open(), attached
+ * @w: @count writes
+ * @count: how many; more than RV_MAX_POST_WRITES take several calls
+ *
+ * Posts in order and stops at the first write that fails.
+ *
+ * Return: the number of writes posted (those from @w[0] on; fewer than
+ * @count when one failed, e.g. with -EAGAIN: post the rest later), or,
+ * when not even the first could be posted, its negative errno as for
+ * rv_post_write().  0 when @count is 0.
+ */
+int rv_post_writes(struct rv *rv, const struct rv_write *w,
+		   unsigned int count);
+
+/**
+ * rv_stats() - this file's data path figures
+ * @rv: handle from rv_open(), attached
+ * @s: filled in on success (see struct rv_stats)
+ *
+ * Return: 0, or -EINVAL if @s is NULL, -ENOTCONN if @rv is not attached.
+ */
+int rv_stats(struct rv *rv, struct rv_stats *s);
+
 #ifdef __cplusplus
 }
 #endif
