@@ -463,7 +463,7 @@ struct rv_event {
  * struct rv_conn_query.reason: why the connection is in ERROR (or, while
  * CONNECTING again, why it last lost or failed a QP).  The client retries
  * the retryable ones (UNREACHABLE, NO_LISTENER, NO_CONN, BUSY,
- * NO_RESOURCES, DISCONNECTED) until its timeout; the others end the
+ * NO_RESOURCES, DISCONNECTED, QP_ERROR) until its timeout; the others end the
  * attempt at once.
  */
 #define RV_CONN_REASON_NONE		0
@@ -491,6 +491,10 @@ struct rv_event {
 #define RV_CONN_REASON_DISCONNECTED	10
 /* a QP could not be created (here or remotely) */
 #define RV_CONN_REASON_NO_RESOURCES	11
+/* a work request completed in error (e.g. a bad rkey) or the QP reported
+ * a fatal event: the QP was replaced
+ */
+#define RV_CONN_REASON_QP_ERROR		12
 
 /* struct rv_conn_query.role */
 #define RV_CONN_ROLE_CLIENT	1

@@ -199,8 +199,10 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 	mutex_unlock(&conn->lock);
 
 	/* No work can be queued again: every kick checks @dead. */
-	for (i = 0; i < conn->num_conn; i++)
+	for (i = 0; i < conn->num_conn; i++) {
 		cancel_delayed_work_sync(&conn->qps[i].work);
+		cancel_work_sync(&conn->qps[i].fault_work);
+	}
 
 	mutex_lock(&conn->lock);
 	for (i = 0; i < conn->num_conn; i++) {
@@ -226,6 +228,8 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		conn->qps[i].cq = NULL;
 		/* Writes a timed-out drain left: no completion can come now. */
 		rv_write_qp_flush(&conn->qps[i]);
+		/* Completions during the drain may have queued it again. */
+		cancel_work_sync(&conn->qps[i].fault_work);
 	}
 	conn->ib_released = true;
 	rv_conn_dbg(conn, "released, reason %u\n", reason);

@@ -118,8 +118,12 @@ static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_write_ctx *ctx = container_of(wc->wr_cqe,
 						struct rv_write_ctx, cqe);
 
-	if (wc->status != IB_WC_SUCCESS)
+	if (wc->status != IB_WC_SUCCESS) {
 		rv_write_set_status(ctx, wc->status);
+		/* The QP is in error now: have it replaced. */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			rv_cm_qp_fault(ctx->qp, wc->qp);
+	}
 	if (atomic_dec_and_test(&ctx->pending))
 		rv_write_finish(ctx);
 }
@@ -170,8 +174,10 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		/* Flushes: the QP is going away, its receives with it. */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			atomic64_inc(&conn->recv_errors);
+			rv_cm_qp_fault(qp, wc->qp);
+		}
 		return;
 	}
 	if (wc->wc_flags & IB_WC_WITH_IMM)
@@ -416,8 +422,10 @@ static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 
 	if (w->length > RV_MAX_WRITE_BYTES)
 		return -EMSGSIZE;
-	if (!w->length ? w->mr_handle :
-	    w->local_addr + w->length < w->local_addr)
+	/* An empty write names no memory; others must not wrap. */
+	if (!w->length && w->mr_handle)
+		return -EINVAL;
+	if (w->local_addr + w->length < w->local_addr)
 		return -EINVAL;
 	conn = w->conn_handle ? xa_load(&rf->conns, w->conn_handle) : NULL;
 	if (!conn)
