@@ -481,8 +481,11 @@ static void rv_cm_work(struct work_struct *work)
 	mutex_lock(&conn->lock);
 	if (conn->dead)
 		goto out_unlock;
+	/*
+	 * Left parked until destroyed: no new QP (accept or attempt) shares
+	 * the CQ with one still being drained.
+	 */
 	dead = qp->dead_id;
-	qp->dead_id = NULL;
 	expired = conn->started && !time_before(jiffies, conn->deadline);
 
 	switch (qp->state) {
@@ -535,6 +538,11 @@ out_unlock:
 
 	rv_cm_destroy_id(qp, dead);
 	rv_cm_destroy_id(qp, stuck);
+	if (dead) {
+		mutex_lock(&conn->lock);
+		qp->dead_id = NULL;
+		mutex_unlock(&conn->lock);
+	}
 	if (start)
 		rv_cm_start_attempt(qp);
 }

@@ -294,6 +294,13 @@ extern struct workqueue_struct *rv_cm_wq;
 int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 int rv_cm_stats_show(struct seq_file *s, void *unused);
 
+/* How an arrived write with immediate was routed (trace_rv_recv()). */
+enum rv_recv_result {
+	RV_RECV_DELIVERED,
+	RV_RECV_NO_SLOT,
+	RV_RECV_RING_FULL,
+};
+
 /* rv_write.c */
 int rv_write_init(void);
 void rv_write_exit(void);

@@ -25,6 +25,7 @@
  */
 #include "rv.h"
 #include "rv_conn.h"
+#include "rv_conn_trace.h"
 
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -70,6 +71,7 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 	struct rv_conn *conn = qp->conn;
 	struct rv_file *rf = ctx->rf;
 	u32 status = READ_ONCE(ctx->status);
+	bool overflow;
 	struct rv_event ev = {
 		.kind = RV_EVENT_SEND,
 		.status = status,
@@ -85,7 +87,9 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 	spin_unlock(&qp->sq_lock);
 
 	/* A full ring counts the loss in its overflows. */
-	rv_ring_post(rf->ring, &ev);
+	overflow = !rv_ring_post(rf->ring, &ev);
+	trace_rv_write_done(conn->job->id, conn->id, qp->index, rf->slot,
+			    ctx->wr_id, ctx->bytes, ctx->segs, status, overflow);
 	if (status) {
 		atomic64_inc(&rf->stats.writes_failed);
 		atomic64_inc(&conn->stats.writes_failed);
@@ -133,6 +137,7 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	};
 	u32 slot = imm >> (32 - job->params.slot_bits);
 	struct rv_ring *ring = NULL;
+	int result = RV_RECV_DELIVERED;
 	struct rv_file *rf;
 
 	/* Files leave the slots, then wait for a grace period to free. */
@@ -141,8 +146,10 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	if (rf)	/* pairs with ATTACH's release store of the ring */
 		ring = smp_load_acquire(&rf->ring);
 	if (!ring) {
+		result = RV_RECV_NO_SLOT;
 		atomic64_inc(&conn->drops_no_slot);
 	} else if (!rv_ring_post(ring, &ev)) {
+		result = RV_RECV_RING_FULL;
 		atomic64_inc(&conn->drops_ring_full);
 	} else {
 		atomic64_inc(&rf->stats.recvs);
@@ -151,6 +158,7 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 		atomic64_add(bytes, &conn->stats.bytes_received);
 	}
 	rcu_read_unlock();
+	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
 }
 
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -338,6 +346,8 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 		return -EAGAIN;
 	conn->next_qp = (qp->index + 1) % n;
 	ctx->generation = (u32)conn->generation;
+	trace_rv_write_post(conn->job->id, conn->id, qp->index, ctx->rf->slot,
+			    ctx->wr_id, ctx->bytes, segs, 0, false);
 
 	for (posted = 0; posted < segs; posted++) {
 		u64 len = min_t(u64, w->length - done, conn->max_segment);
