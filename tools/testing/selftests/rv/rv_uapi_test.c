@@ -169,7 +169,7 @@ TEST_F(uapi, query)
 	/* Connection parameters, in the ranges the module enforces. */
 	EXPECT_LE(1, q->cm_port);
 	EXPECT_GE(65535, q->cm_port);
-	EXPECT_LE(256, q->conn_wqe_budget);
+	EXPECT_LE(RV_MAX_CONN_PER_NODE, q->conn_wqe_budget);
 	EXPECT_GE(16384, q->conn_wqe_budget);
 	EXPECT_LE(1, q->conn_timeout_ms);
 	EXPECT_GE(RV_CONN_TIMEOUT_MAX_MS, q->conn_timeout_ms);
