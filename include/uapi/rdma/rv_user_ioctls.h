@@ -417,8 +417,13 @@ struct rv_ring_header {
  *	segment (its whole length unless longer than CONN_QUERY's
  *	@max_segment)
  * @conn_id: the connection's node-wide id (CONN_CREATE's @conn_id)
- * @generation: the connection's generation when the write was posted
- *	(SEND) or arrived (RECV)
+ * @generation: SEND: the connection's generation when the write was
+ *	posted (a write of an older generation than the current one may need
+ *	sending again); RECV: this node's generation of the connection when
+ *	the write arrived, informational only: the first writes after a
+ *	(re)connect can arrive before this node has seen the connection
+ *	established and carry the previous generation, so receivers must not
+ *	drop events by generation
  */
 struct rv_event {
 	__u32 kind;
