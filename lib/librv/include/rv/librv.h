@@ -108,8 +108,8 @@ int rv_query(struct rv *rv, struct rv_query *q);
  *             @num_conn, @slot_bits or @ring_entries is out of range
  *  -ENODEV    no RDMA device has @dev_index, or it is being removed
  *  -EALREADY  this file is already attached
- *  -EBUSY     the job exists with another @num_conn, @slot_bits or
- *             @gid_index
+ *  -EBUSY     the job exists with another @num_conn, @slot_bits,
+ *             @gid_index or @heartbeat_ms
  *  -ENOSPC    every slot of the job is taken
  *  -EFAULT    @a is not accessible
  *  -ENOMEM    out of kernel memory, or the event ring would exceed
