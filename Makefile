@@ -43,12 +43,12 @@ DEBIAN_PACKAGES := \
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
-.PHONY: all setup packages module module-clean librv selftests check lint \
+.PHONY: all setup packages module module-clean librv selftests examples check lint \
 	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module \
 	check-debug install uninstall install-dkms check-man
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
-all: module librv selftests
+all: module librv selftests examples
 
 setup: packages
 	$(MAKE) all
@@ -75,6 +75,10 @@ librv:
 
 selftests: librv $(KSFT_DIR)/kselftest_harness.h
 	$(MAKE) -C $(SELFTESTS) KSFT_DIR=$(KSFT_DIR)
+
+# rv_rendezvous, the demo the "demo" test group runs between two VMs.
+examples: librv
+	$(MAKE) -C examples
 
 check: all
 	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
@@ -203,4 +207,5 @@ clean:
 	-$(MAKE) $(KBUILD_ARGS) clean
 	-$(MAKE) -C $(LIBRV) clean
 	-$(MAKE) -C $(SELFTESTS) clean
+	-$(MAKE) -C examples clean
 	rm -rf $(BUILD)
