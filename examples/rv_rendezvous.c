@@ -675,7 +675,8 @@ static void usage(void)
 		"  -t BYTES   bytes per message size (default 64M)\n"
 		"  -m BYTES   smallest message (default 1M)\n"
 		"  -M BYTES   largest message (default 16M); sizes double from -m\n"
-		"  -q         no set-up messages\n",
+		"  -q         no set-up messages\n"
+		"  -h         this text\n",
 		DEFAULT_PORT, DEFAULT_KEY);
 	exit(2);
 }
@@ -686,7 +687,7 @@ int main(int argc, char **argv)
 	uint32_t addr;
 	int c;
 
-	while ((c = getopt(argc, argv, "sc:d:g:p:k:t:m:M:q")) != -1) {
+	while ((c = getopt(argc, argv, "sc:d:g:p:k:t:m:M:qh")) != -1) {
 		switch (c) {
 		case 's': server = true; break;
 		case 'c': opt.peer = optarg; break;
