@@ -64,6 +64,7 @@ enum {
 	RV_CMD_POST_WRITE = 0x0a,
 	RV_CMD_POST_WRITES = 0x0b,
 	RV_CMD_STATS = 0x0c,
+	RV_CMD_DUMP = 0x0d,
 };
 
 /* Limits, also reported by RV_IOCTL_QUERY. */
@@ -865,5 +866,182 @@ struct rv_stats {
 };
 
 #define RV_IOCTL_STATS _IO(RV_IOCTL_TYPE, RV_CMD_STATS)
+
+/*
+ * The node's state, for tools such as rvstat.  DUMP needs no ATTACH (a
+ * read-only open of /dev/rv will do) and shows what the caller may see: a
+ * process with CAP_SYS_ADMIN sees every job, others only the jobs of their
+ * own uid (and those jobs' connections and processes).  Each kind has a
+ * fixed record; records only ever grow at their end (@record_size says how
+ * big this kernel's are).
+ */
+#define RV_DUMP_JOBS	1	/* struct rv_dump_job per job */
+#define RV_DUMP_CONNS	2	/* struct rv_dump_conn per connection */
+#define RV_DUMP_PROCS	3	/* struct rv_dump_proc per attached file */
+
+/* Most records one DUMP returns. */
+#define RV_DUMP_MAX_RECORDS	4096
+
+/**
+ * struct rv_dump - copy records of one kind to a user buffer
+ * @size: sizeof(struct rv_dump)
+ * @flags: must be 0
+ * @kind: in: RV_DUMP_*
+ * @record_size: out: bytes of each record
+ * @buf: in: user address of the buffer
+ * @buf_len: in: its size in bytes
+ * @count: out: records written, at most @buf_len / @record_size and
+ *	RV_DUMP_MAX_RECORDS
+ * @total: out: records there were to see; when above @count, call again
+ *	with a larger buffer
+ * @rsvd: must be 0
+ *
+ * A snapshot: each record is consistent in itself, not across records.
+ * Errors: EINVAL (@kind unknown, @rsvd), EFAULT (@buf not writable).
+ */
+struct rv_dump {
+	__u32 size;
+	__u32 flags;
+	__u32 kind;
+	__u32 record_size;
+	__aligned_u64 buf;
+	__u32 buf_len;
+	__u32 count;
+	__u32 total;
+	__u32 rsvd;
+};
+
+#define RV_IOCTL_DUMP _IO(RV_IOCTL_TYPE, RV_CMD_DUMP)
+
+/* Longest RDMA device name in a dump (the kernel's IB_DEVICE_NAME_MAX). */
+#define RV_DUMP_DEV_NAME_MAX	64
+
+/**
+ * struct rv_dump_job - one job
+ * @job_id: small number naming the job in dumps, traces and logs
+ * @dev_index: the device's index
+ * @port_num: the port
+ * @uid: the job's uid (in the caller's user namespace)
+ * @num_conn: RC QPs per remote node
+ * @slot_bits: immediate bits naming a slot
+ * @slots_used: processes attached
+ * @conns: connections of the job
+ * @heartbeat_ms: heartbeat interval, or RV_HEARTBEAT_OFF
+ * @key_len: bytes of @key
+ * @key: the job key
+ * @dev_name: the device's name, NUL-terminated ("" once removed)
+ */
+struct rv_dump_job {
+	__u32 job_id;
+	__u32 dev_index;
+	__u32 port_num;
+	__u32 uid;
+	__u32 num_conn;
+	__u32 slot_bits;
+	__u32 slots_used;
+	__u32 conns;
+	__u32 heartbeat_ms;
+	__u32 key_len;
+	__u8 key[RV_JOB_KEY_MAX];
+	char dev_name[RV_DUMP_DEV_NAME_MAX];
+};
+
+/**
+ * struct rv_dump_qp - one QP of a connection
+ * @state: 0 idle, 1 connecting, 2 retrying, 3 connected, 4 failed
+ * @send_free: send queue entries free for writes
+ * @idle_ms: milliseconds since its last completion (heartbeat age)
+ * @qp_num: the current QP's number, 0 if none
+ */
+struct rv_dump_qp {
+	__u32 state;
+	__u32 send_free;
+	__u32 idle_ms;
+	__u32 qp_num;
+};
+
+/**
+ * struct rv_dump_conn - one connection, with CONN_QUERY's figures
+ * @conn_id: as CONN_CREATE returns it
+ * @job_id: its job (struct rv_dump_job.job_id)
+ * @state: RV_CONN_STATE_*
+ * @reason: RV_CONN_REASON_*
+ * @role: RV_CONN_ROLE_*
+ * @num_conn: QPs
+ * @connected: QPs connected
+ * @handles: handles held on it (all processes)
+ * @generation: as CONN_QUERY
+ * @family: AF_INET or AF_INET6 of @remote_addr
+ * @remote_port: the remote CM port
+ * @remote_addr: the remote node's address (4 bytes for AF_INET)
+ * @inflight: writes in flight
+ * @max_segment: as CONN_QUERY
+ * @writes_posted: .. @qp_errors: as CONN_QUERY
+ * @qp: the first @num_conn entries are the QPs
+ */
+struct rv_dump_conn {
+	__u32 conn_id;
+	__u32 job_id;
+	__u32 state;
+	__u32 reason;
+	__u32 role;
+	__u32 num_conn;
+	__u32 connected;
+	__u32 handles;
+	__aligned_u64 generation;
+	__u16 family;
+	__u16 remote_port;
+	__u32 inflight;
+	__u8 remote_addr[16];
+	__u32 max_segment;
+	__u32 rsvd;
+	__aligned_u64 writes_posted;
+	__aligned_u64 bytes_posted;
+	__aligned_u64 writes_completed;
+	__aligned_u64 writes_failed;
+	__aligned_u64 recvs;
+	__aligned_u64 bytes_received;
+	__aligned_u64 drops_no_slot;
+	__aligned_u64 drops_ring_full;
+	__aligned_u64 recv_errors;
+	__aligned_u64 heartbeats;
+	__aligned_u64 qp_errors;
+	struct rv_dump_qp qp[RV_MAX_CONN_PER_NODE];
+};
+
+/**
+ * struct rv_dump_proc - one attached file (a process of a job)
+ * @job_id: its job
+ * @slot: its slot
+ * @pid: the attaching process (in the caller's pid namespace; 0 if not
+ *	visible there)
+ * @ring_entries: its ring's size
+ * @inflight: writes in flight
+ * @mr_entries: cached registrations
+ * @ring_overflows: events its ring dropped
+ * @mr_bytes: bytes they pin
+ * @mr_hits: REG_MEM hits
+ * @mr_misses: REG_MEM misses
+ * @writes_posted: .. @bytes_received: as STATS
+ */
+struct rv_dump_proc {
+	__u32 job_id;
+	__u32 slot;
+	__u32 pid;
+	__u32 ring_entries;
+	__u32 inflight;
+	__u32 mr_entries;
+	__aligned_u64 ring_overflows;
+	__aligned_u64 mr_bytes;
+	__aligned_u64 mr_hits;
+	__aligned_u64 mr_misses;
+	__aligned_u64 writes_posted;
+	__aligned_u64 bytes_posted;
+	__aligned_u64 writes_completed;
+	__aligned_u64 writes_failed;
+	__aligned_u64 posts_eagain;
+	__aligned_u64 recvs;
+	__aligned_u64 bytes_received;
+};
 
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */

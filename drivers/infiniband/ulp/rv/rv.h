@@ -146,6 +146,7 @@ struct rv_io_stats {
  * @slot: this file's slot in @job
  * @mm: address space of the process that attached (mmgrab()ed); the only
  *	one allowed to use the file's job-bound commands
+ * @pid: the process that attached (a reference), for DUMP
  * @ring_entries: event ring size requested at ATTACH
  * @mr_cache_bytes: MR cache limit requested at ATTACH
  * @mr_cache: the file's MR cache, usable once attached; has its own lock
@@ -169,6 +170,7 @@ struct rv_file {
 	struct rv_job *job;
 	u32 slot;
 	struct mm_struct *mm;
+	struct pid *pid;
 	u32 ring_entries;
 	u64 mr_cache_bytes;
 	struct rv_mr_cache mr_cache;
@@ -214,6 +216,7 @@ extern unsigned int rv_default_heartbeat_ms;
 int rv_device_init(void);
 void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);
+unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max);
 void rv_device_put(struct rv_device *dev);
 
 /* rv_job.c */
@@ -222,6 +225,9 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 void rv_job_detach(struct rv_file *rf);
 void rv_job_release_ib(struct rv_job *job);
 void rv_job_exit(void);
+
+/* rv_dump.c */
+int rv_cmd_dump(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 
 /* rv_file.c */
 extern const struct file_operations rv_fops;

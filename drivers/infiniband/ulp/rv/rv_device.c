@@ -52,6 +52,30 @@ struct rv_device *rv_device_get_by_index(u32 index)
 	return found;
 }
 
+/**
+ * rv_device_get_all - references on every device, for a dump
+ * @devs: room for @max devices
+ * @max: size of @devs
+ *
+ * Return: the number of devices whose reference is now in @devs (at most
+ * @max).  The caller puts each.
+ */
+unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max)
+{
+	struct rv_device *dev;
+	unsigned int n = 0;
+
+	mutex_lock(&rv_devices_lock);
+	list_for_each_entry(dev, &rv_devices, list) {
+		if (n == max)
+			break;
+		kref_get(&dev->kref);
+		devs[n++] = dev;
+	}
+	mutex_unlock(&rv_devices_lock);
+	return n;
+}
+
 static int rv_add_one(struct ib_device *ibdev)
 {
 	struct rv_device *dev;

@@ -50,6 +50,7 @@ union rv_ucmd_buffer {
 	struct rv_post_write post_write;
 	struct rv_post_writes post_writes;
 	struct rv_stats stats;
+	struct rv_dump dump;
 };
 
 struct rv_ioctl_op {
@@ -95,6 +96,7 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 	RV_IOCTL_OP(RV_CMD_POST_WRITES, rv_cmd_post_writes,
 		    struct rv_post_writes, error),
 	RV_IOCTL_OP(RV_CMD_STATS, rv_cmd_stats, struct rv_stats, rsvd),
+	RV_IOCTL_OP(RV_CMD_DUMP, rv_cmd_dump, struct rv_dump, rsvd),
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
@@ -147,6 +149,12 @@ static_assert(sizeof(struct rv_post_writes) == 32);
 static_assert(offsetof(struct rv_post_writes, count) == 16);
 static_assert(sizeof(struct rv_stats) == 80);
 static_assert(offsetof(struct rv_stats, inflight) == 72);
+static_assert(sizeof(struct rv_dump) == 40);
+static_assert(sizeof(struct rv_dump_job) == 120);
+static_assert(sizeof(struct rv_dump_qp) == 16);
+static_assert(sizeof(struct rv_dump_conn) == 416);
+static_assert(offsetof(struct rv_dump_conn, writes_posted) == 72);
+static_assert(sizeof(struct rv_dump_proc) == 112);
 static_assert(offsetof(struct rv_conn_query, state) == 16);
 static_assert(offsetof(struct rv_conn_query, generation) == 32);
 static_assert(offsetof(struct rv_conn_query, conn_id) == 40);
@@ -320,6 +328,7 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	}
 	mmgrab(current->mm);
 	rf->mm = current->mm;
+	rf->pid = get_task_pid(current, PIDTYPE_TGID);
 	rv_mr_cache_start(&rf->mr_cache, rf->job, rf->mr_cache_bytes);
 	/* Publishes the ring to mmap and poll, which do not take rf->lock. */
 	smp_store_release(&rf->ring, ring);
@@ -404,6 +413,7 @@ static int rv_release(struct inode *inode, struct file *filp)
 	rv_ring_free(rf->ring);
 	if (rf->mm)
 		mmdrop(rf->mm);
+	put_pid(rf->pid);
 	mutex_unlock(&rf->lock);
 	mutex_destroy(&rf->lock);
 	kfree(rf);
