@@ -270,7 +270,8 @@ uint64_t rv_ring_overflows(const struct rv *rv);
  *  -ENOTCONN      @rv is not attached
  *  -EPERM         used from another process than the one that attached
  *  -ENODEV        the device was removed
- *  -ENOSPC        the file holds RV_CONN_MAX_HANDLES handles
+ *  -ENOSPC        the file already holds 65535 connection handles (the
+ *                 most one file may have)
  *  -EADDRINUSE    rv's listener could not bind its port
  *  -EADDRNOTAVAIL the job's GID entry no longer exists
  *  -ENOMEM        out of kernel memory
