@@ -117,6 +117,26 @@ struct rv_job {
 };
 
 /**
+ * struct rv_io_stats - data path counters shared by files and connections
+ * @writes_posted: writes accepted by POST_WRITE(S)
+ * @bytes_posted: their bytes
+ * @writes_completed: writes completed successfully
+ * @writes_failed: writes completed with an error
+ * @recvs: writes with immediate delivered to a ring
+ * @bytes_received: their bytes
+ *
+ * Atomics: completion handlers of several CQs update them at once.
+ */
+struct rv_io_stats {
+	atomic64_t writes_posted;
+	atomic64_t bytes_posted;
+	atomic64_t writes_completed;
+	atomic64_t writes_failed;
+	atomic64_t recvs;
+	atomic64_t bytes_received;
+};
+
+/**
  * struct rv_file - one open of /dev/rv
  * @lock: protects every field below; serialises ioctls against close
  * @job: the job this file is attached to, NULL before ATTACH
@@ -131,6 +151,15 @@ struct rv_job {
  *	mmap_lock, which REG_MEM takes while holding @lock)
  * @conns: connection handle -> struct rv_conn (one reference each);
  *	changed under @lock
+ * @stats: data path counters (atomics, no lock)
+ * @posts_eagain: posts refused with EAGAIN (atomic)
+ * @inflight: writes posted and not completed (atomic); release waits for
+ *	0 on @inflight_wait
+ * @inflight_wait: woken when @inflight drops to 0
+ *
+ * The receive path finds files through their job's slots under RCU, and
+ * write completions use their file until @inflight drops; release waits
+ * for both (synchronize_rcu()) before freeing the file and its ring.
  */
 struct rv_file {
 	struct mutex lock; /* protects the fields below */
@@ -142,6 +171,10 @@ struct rv_file {
 	struct rv_mr_cache mr_cache;
 	struct rv_ring *ring;
 	struct xarray conns;
+	struct rv_io_stats stats;
+	atomic64_t posts_eagain;
+	atomic_t inflight;
+	wait_queue_head_t inflight_wait;
 };
 
 /* A command's user buffer, as the dispatcher saw it. */

@@ -54,28 +54,21 @@ void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
 		mod_delayed_work(rv_cm_wq, &qp->work, delay);
 }
 
-/* Disconnect and destroy an id and its QP; never from its own handler. */
-void rv_cm_destroy_id(struct rdma_cm_id *id)
+/*
+ * Disconnect and destroy an id of @qp and its QP, whose writes and
+ * receives are drained first; never from the id's own handler, never
+ * holding @qp->conn->lock.
+ */
+void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 {
 	if (!id)
 		return;
 	if (id->qp) {
 		rdma_disconnect(id);
+		rv_write_qp_drain(qp, id->qp);
 		rdma_destroy_qp(id);
 	}
 	rdma_destroy_id(id);
-}
-
-static void rv_cm_recv_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	/*
-	 * The receives only exist to be consumed by RDMA WRITE with
-	 * immediate; routing those to processes (and reposting) is the data
-	 * path's job.  Flushes at teardown land here too.
-	 */
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		pr_debug("qp %u: receive completion status %s\n",
-			 wc->qp->qp_num, ib_wc_status_msg(wc->status));
 }
 
 static void rv_cm_qp_async(struct ib_event *event, void *context)
@@ -99,30 +92,23 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		.send_cq = qp->cq,
 		.recv_cq = qp->cq,
 		.cap = {
-			.max_send_wr = conn->depth,
-			.max_recv_wr = conn->depth,
+			/* One more of each for a drain marker. */
+			.max_send_wr = conn->depth + 1,
+			.max_recv_wr = conn->depth + 1,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
 		},
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
 	};
-	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
-	u32 i;
 	int ret;
 
 	ret = rdma_create_qp(id, conn->job->pd, &attr);
 	if (ret)
 		return ret;
-	for (i = 0; i < conn->depth; i++) {
-		ret = ib_post_recv(id->qp, &wr, NULL);
-		if (ret)
-			goto out_destroy_qp;
-	}
-	return 0;
-
-out_destroy_qp:
-	rdma_destroy_qp(id);
+	ret = rv_write_post_recvs(qp, id->qp);
+	if (ret)
+		rdma_destroy_qp(id);
 	return ret;
 }
 
@@ -547,8 +533,8 @@ static void rv_cm_work(struct work_struct *work)
 out_unlock:
 	mutex_unlock(&conn->lock);
 
-	rv_cm_destroy_id(dead);
-	rv_cm_destroy_id(stuck);
+	rv_cm_destroy_id(qp, dead);
+	rv_cm_destroy_id(qp, stuck);
 	if (start)
 		rv_cm_start_attempt(qp);
 }
@@ -556,7 +542,18 @@ out_unlock:
 void rv_cm_qp_init(struct rv_conn_qp *qp)
 {
 	INIT_DELAYED_WORK(&qp->work, rv_cm_work);
-	qp->recv_cqe.done = rv_cm_recv_done;
+	rv_write_qp_init(qp);
+}
+
+/*
+ * Fail @qp's connected id as if the remote had disconnected (its writes
+ * are flushed when the work destroys it).  Caller holds conn->lock.
+ */
+void rv_cm_qp_break(struct rv_conn_qp *qp)
+{
+	if (qp->conn->dead || !qp->cm_id || qp->dead_id)
+		return;
+	rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_DISCONNECTED);
 }
 
 int rv_cm_stats_show(struct seq_file *s, void *unused)

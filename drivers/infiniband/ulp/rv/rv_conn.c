@@ -12,6 +12,7 @@
 
 #include <linux/idr.h>
 #include <linux/inet.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
@@ -100,9 +101,14 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 {
 	struct ib_device *ibdev = job->dev->ibdev;
 	u32 num_conn = job->params.num_conn;
+	struct ib_port_attr port_attr;
 	struct rv_conn *conn;
 	u32 depth, i;
 	int ret;
+
+	ret = ib_query_port(ibdev, job->params.port_num, &port_attr);
+	if (ret)
+		return ERR_PTR(ret);
 
 	/* Charged to the caller's memory cgroup: users create these. */
 	conn = kzalloc(struct_size(conn, qps, num_conn), GFP_KERNEL_ACCOUNT);
@@ -113,9 +119,11 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		goto out_free_conn;
 	conn->id = ret;
 
+	/* Each queue and the CQ also hold a drain marker. */
 	depth = rv_conn_wqe_budget / num_conn;
-	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr);
-	depth = min_t(u32, depth, ibdev->attrs.max_cqe / 2);
+	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 1);
+	depth = min_t(u32, depth, ibdev->attrs.max_cqe / 2 - 1);
+	depth = max(depth, 1U);
 
 	kref_init(&conn->kref);
 	conn->job = job;
@@ -127,6 +135,7 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	mutex_init(&conn->lock);
 	init_waitqueue_head(&conn->wait);
 	conn->timeout = msecs_to_jiffies(rv_conn_timeout_ms);
+	conn->max_segment = port_attr.max_msg_sz ?: SZ_1G;
 
 	for (i = 0; i < num_conn; i++) {
 		struct rv_conn_qp *qp = &conn->qps[i];
@@ -134,7 +143,7 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->conn = conn;
 		qp->index = i;
 		rv_cm_qp_init(qp);
-		qp->cq = ib_alloc_cq(ibdev, qp, 2 * depth,
+		qp->cq = ib_alloc_cq(ibdev, qp, 2 * depth + 2,
 				     i % ibdev->num_comp_vectors,
 				     IB_POLL_WORKQUEUE);
 		if (IS_ERR(qp->cq)) {
@@ -170,7 +179,10 @@ out_free_conn:
  */
 static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 {
-	struct rdma_cm_id *ids[2 * RV_MAX_CONN_PER_NODE];
+	struct {
+		struct rv_conn_qp *qp;
+		struct rdma_cm_id *id;
+	} ids[2 * RV_MAX_CONN_PER_NODE];
 	unsigned int n = 0, i;
 
 	mutex_lock(&conn->lock);
@@ -190,9 +202,9 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		struct rv_conn_qp *qp = &conn->qps[i];
 
 		if (qp->cm_id)
-			ids[n++] = qp->cm_id;
+			ids[n++] = (typeof(ids[0])){ qp, qp->cm_id };
 		if (qp->dead_id)
-			ids[n++] = qp->dead_id;
+			ids[n++] = (typeof(ids[0])){ qp, qp->dead_id };
 		qp->cm_id = NULL;
 		qp->dead_id = NULL;
 		qp->state = RV_QP_FAILED;
@@ -202,11 +214,13 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 	mutex_unlock(&conn->lock);
 
 	for (i = 0; i < n; i++)
-		rv_cm_destroy_id(ids[i]);
+		rv_cm_destroy_id(ids[i].qp, ids[i].id);
 	for (i = 0; i < conn->num_conn; i++) {
 		if (conn->qps[i].cq)
 			ib_free_cq(conn->qps[i].cq);
 		conn->qps[i].cq = NULL;
+		/* Writes a timed-out drain left: no completion can come now. */
+		rv_write_qp_flush(&conn->qps[i]);
 	}
 	conn->ib_released = true;
 	rv_conn_dbg(conn, "released, reason %u\n", reason);

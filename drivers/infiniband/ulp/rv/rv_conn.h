@@ -73,6 +73,12 @@ enum rv_conn_qp_state {
 
 struct rv_conn;
 
+/* A marker work request and its completion, for draining a QP. */
+struct rv_drain {
+	struct ib_cqe cqe;
+	struct completion done;
+};
+
 /**
  * struct rv_conn_qp - one RC QP of a connection
  * @conn: the connection
@@ -86,6 +92,16 @@ struct rv_conn;
  *	@conn->lock
  * @state: enum rv_conn_qp_state, protected by @conn->lock
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
+ * @sq_lock: protects @sq_free and @inflight; taken by posters (under
+ *	@conn->lock) and by send completions (without it)
+ * @sq_free: send queue entries not used by writes in flight (credits)
+ * @inflight: struct rv_write_ctx of the writes in flight on the QP,
+ *	whichever cm_id (QP) they were posted on
+ * @sdrain: send queue marker of the last drain
+ * @rdrain: receive queue marker of the last drain
+ *
+ * A QP's send queue has @conn->depth + 1 entries and its receive queue as
+ * many: @depth for writes (and receives), one for a drain marker.
  */
 struct rv_conn_qp {
 	struct rv_conn *conn;
@@ -97,6 +113,11 @@ struct rv_conn_qp {
 	struct rdma_cm_id *dead_id;
 	enum rv_conn_qp_state state;
 	u32 reason;
+	spinlock_t sq_lock; /* see above */
+	u32 sq_free;
+	struct list_head inflight;
+	struct rv_drain sdrain;
+	struct rv_drain rdrain;
 };
 
 /**
@@ -130,6 +151,14 @@ struct rv_conn_qp {
  * @attempts: client: requests sent
  * @rejects: client: requests the remote rejected
  * @wait: CONN_QUERY waiters, woken on every state change
+ * @max_segment: longest RDMA WRITE the port takes; constant
+ * @next_qp: where the next write's search for a QP with room starts;
+ *	protected by @lock
+ * @stats: data path counters (atomics)
+ * @drops_no_slot: arrivals for a slot with no ring (atomic)
+ * @drops_ring_full: arrivals dropped on a full ring (atomic)
+ * @recv_errors: receive completions in error, flushes aside (atomic)
+ * @inflight: writes in flight on all QPs (atomic)
  * @qps: @num_conn QPs
  */
 struct rv_conn {
@@ -158,6 +187,14 @@ struct rv_conn {
 	u64 attempts;
 	u32 rejects;
 	wait_queue_head_t wait;
+
+	u32 max_segment;
+	u32 next_qp;
+	struct rv_io_stats stats;
+	atomic64_t drops_no_slot;
+	atomic64_t drops_ring_full;
+	atomic64_t recv_errors;
+	atomic_t inflight;
 
 	struct rv_conn_qp qps[];
 };
@@ -257,13 +294,30 @@ extern struct workqueue_struct *rv_cm_wq;
 int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 int rv_cm_stats_show(struct seq_file *s, void *unused);
 
+/* rv_write.c */
+int rv_write_init(void);
+void rv_write_exit(void);
+void rv_write_file_init(struct rv_file *rf);
+bool rv_write_file_quiesce(struct rv_file *rf);
+void rv_write_qp_init(struct rv_conn_qp *qp);
+void rv_write_qp_drain(struct rv_conn_qp *qp, struct ib_qp *ibqp);
+void rv_write_qp_flush(struct rv_conn_qp *qp);
+int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp);
+bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf);
+int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		      void *arg);
+int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		       void *arg);
+int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
+
 /* rv_cm_listen.c */
 int rv_cm_init(void);
 void rv_cm_exit(void);
 int rv_cm_listen(void);
 void rv_cm_qp_init(struct rv_conn_qp *qp);
 void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay);
-void rv_cm_destroy_id(struct rdma_cm_id *id);
+void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id);
+void rv_cm_qp_break(struct rv_conn_qp *qp);
 
 #define rv_conn_dbg(conn, fmt, ...) do {				\
 	const struct rv_conn *__conn = (conn);				\

@@ -190,6 +190,24 @@ out_unlock_conn:
 	return ret;
 }
 
+static void rv_conn_read_stats(struct rv_conn *conn,
+			       struct rv_conn_query *cmd)
+{
+	const struct rv_io_stats *s = &conn->stats;
+
+	cmd->writes_posted = atomic64_read(&s->writes_posted);
+	cmd->bytes_posted = atomic64_read(&s->bytes_posted);
+	cmd->writes_completed = atomic64_read(&s->writes_completed);
+	cmd->writes_failed = atomic64_read(&s->writes_failed);
+	cmd->recvs = atomic64_read(&s->recvs);
+	cmd->bytes_received = atomic64_read(&s->bytes_received);
+	cmd->drops_no_slot = atomic64_read(&conn->drops_no_slot);
+	cmd->drops_ring_full = atomic64_read(&conn->drops_ring_full);
+	cmd->recv_errors = atomic64_read(&conn->recv_errors);
+	cmd->inflight = atomic_read(&conn->inflight);
+	cmd->max_segment = conn->max_segment;
+}
+
 int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg)
 {
@@ -235,6 +253,7 @@ int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->rejects = conn->rejects;
 	cmd->attempts = conn->attempts;
 	mutex_unlock(&conn->lock);
+	rv_conn_read_stats(conn, cmd);
 	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 
 out_put:

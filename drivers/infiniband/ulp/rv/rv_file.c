@@ -47,6 +47,9 @@ union rv_ucmd_buffer {
 	struct rv_conn_connect conn_connect;
 	struct rv_conn_query conn_query;
 	struct rv_conn_destroy conn_destroy;
+	struct rv_post_write post_write;
+	struct rv_post_writes post_writes;
+	struct rv_stats stats;
 };
 
 struct rv_ioctl_op {
@@ -82,10 +85,16 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 		    struct rv_conn_create, recv_depth),
 	RV_IOCTL_OP(RV_CMD_CONN_CONNECT, rv_cmd_conn_connect,
 		    struct rv_conn_connect, timeout_ms),
+	/* Minimum size 64: the counters from writes_posted on were appended. */
 	RV_IOCTL_OP(RV_CMD_CONN_QUERY, rv_cmd_conn_query,
 		    struct rv_conn_query, attempts),
 	RV_IOCTL_OP(RV_CMD_CONN_DESTROY, rv_cmd_conn_destroy,
 		    struct rv_conn_destroy, handles),
+	RV_IOCTL_OP(RV_CMD_POST_WRITE, rv_cmd_post_write, struct rv_post_write,
+		    write),
+	RV_IOCTL_OP(RV_CMD_POST_WRITES, rv_cmd_post_writes,
+		    struct rv_post_writes, error),
+	RV_IOCTL_OP(RV_CMD_STATS, rv_cmd_stats, struct rv_stats, rsvd),
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
@@ -126,7 +135,16 @@ static_assert(offsetof(struct rv_conn_create, conn_id) == 144);
 static_assert(offsetof(struct rv_conn_create, recv_depth) == 156);
 static_assert(sizeof(struct rv_conn_connect) == 16);
 static_assert(offsetof(struct rv_conn_connect, timeout_ms) == 12);
-static_assert(sizeof(struct rv_conn_query) == 64);
+static_assert(sizeof(struct rv_conn_query) == 144);
+static_assert(offsetof(struct rv_conn_query, writes_posted) == 64);
+static_assert(offsetof(struct rv_conn_query, max_segment) == 140);
+static_assert(sizeof(struct rv_write) == 48);
+static_assert(offsetof(struct rv_write, conn_handle) == 32);
+static_assert(sizeof(struct rv_post_write) == 56);
+static_assert(sizeof(struct rv_post_writes) == 32);
+static_assert(offsetof(struct rv_post_writes, count) == 16);
+static_assert(sizeof(struct rv_stats) == 80);
+static_assert(offsetof(struct rv_stats, inflight) == 72);
 static_assert(offsetof(struct rv_conn_query, state) == 16);
 static_assert(offsetof(struct rv_conn_query, generation) == 32);
 static_assert(offsetof(struct rv_conn_query, conn_id) == 40);
@@ -346,6 +364,7 @@ static int rv_open(struct inode *inode, struct file *filp)
 	mutex_init(&rf->lock);
 	rv_mr_cache_init(&rf->mr_cache);
 	rv_conn_file_init(rf);
+	rv_write_file_init(rf);
 	filp->private_data = rf;
 	return nonseekable_open(inode, filp);
 }
@@ -355,11 +374,18 @@ static int rv_release(struct inode *inode, struct file *filp)
 	struct rv_file *rf = filp->private_data;
 
 	mutex_lock(&rf->lock);
+	/* Completions of our writes use the file, its ring and its MRs. */
+	if (!rv_write_file_quiesce(rf)) {
+		mutex_unlock(&rf->lock);
+		return 0;
+	}
 	/* Handles first: a connection never outlives its job. */
 	rv_conn_file_release(rf);
 	/* MRs live in the job's PD: free them before leaving the job. */
 	rv_mr_cache_teardown(&rf->mr_cache);
 	rv_job_detach(rf);
+	/* The receive path may still hold the file it found in its slot. */
+	synchronize_rcu();
 	/* No mapping is left (each holds the file), so no user either. */
 	rv_ring_free(rf->ring);
 	if (rf->mm)

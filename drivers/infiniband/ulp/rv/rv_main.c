@@ -78,9 +78,13 @@ static int __init rv_init(void)
 	if (ret)
 		return ret;
 
-	ret = rv_conn_init();
+	ret = rv_write_init();
 	if (ret)
 		return ret;
+
+	ret = rv_conn_init();
+	if (ret)
+		goto out_write_exit;
 
 	ret = rv_device_init();
 	if (ret)
@@ -95,6 +99,8 @@ out_device_exit:
 	rv_device_exit();
 out_conn_exit:
 	rv_conn_exit();
+out_write_exit:
+	rv_write_exit();
 	return ret;
 }
 
@@ -105,6 +111,7 @@ static void __exit rv_exit(void)
 	rv_conn_exit();
 	rv_device_exit();
 	rv_job_exit();
+	rv_write_exit();
 }
 
 module_init(rv_init);

@@ -283,6 +283,65 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 	}
 }
 
+/**
+ * rv_mr_get_io - a write's reference on a registration the user holds
+ * @cache: the posting file's cache
+ * @handle: REG_MEM's handle
+ * @addr: start of the data, inside the registration
+ * @length: bytes, at least 1
+ * @lkey: out: the MR's lkey
+ *
+ * Caller holds the device's rwsem for read (the MR stays registered).
+ * Returns the entry, or ERR_PTR(-ENOENT) (no such handle held by the
+ * user), ERR_PTR(-ESTALE) (memory changed, or the device's MR is gone),
+ * ERR_PTR(-ERANGE) (not inside the registration).
+ */
+struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
+				 u64 addr, u64 length, u32 *lkey)
+{
+	struct rv_mr_entry *e;
+
+	spin_lock(&cache->lock);
+	e = handle ? xa_load(&cache->handles, handle) : NULL;
+	if (!e || !e->user_refs ||
+	    (e->state != RV_MR_CACHED && e->state != RV_MR_STALE))
+		e = ERR_PTR(-ENOENT);
+	else if (e->state == RV_MR_STALE || !e->mr)
+		e = ERR_PTR(-ESTALE);
+	else if (addr < e->it.start || addr - e->it.start > e->length ||
+		 length > e->length - (addr - e->it.start))
+		e = ERR_PTR(-ERANGE);
+	else
+		e->io_refs++;	/* in use already: the user holds it */
+	if (!IS_ERR(e))
+		*lkey = e->mr->lkey;
+	spin_unlock(&cache->lock);
+	return e;
+}
+
+/*
+ * Drop a write's reference, from its completion (which must not sleep or
+ * take the device's rwsem): an unused STALE entry goes to the work item.
+ */
+void rv_mr_put_io(struct rv_mr_entry *e)
+{
+	struct rv_mr_cache *cache = e->cache;
+
+	spin_lock(&cache->lock);
+	e->io_refs--;
+	if (!rv_mr_in_use(e)) {
+		rv_mr_account_use(cache, e, false);
+		if (e->state == RV_MR_CACHED) {
+			list_add(&e->lru, &cache->lru);
+		} else {
+			rv_mr_kill(cache, e, &cache->dead);
+			if (!cache->closing)
+				queue_work(system_unbound_wq, &cache->free_work);
+		}
+	}
+	spin_unlock(&cache->lock);
+}
+
 /* Caller holds cache->lock. */
 static struct rv_mr_entry *rv_mr_lookup(struct rv_mr_cache *cache, u64 addr,
 					u64 last, u32 access)

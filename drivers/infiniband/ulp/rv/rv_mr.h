@@ -103,6 +103,10 @@ void rv_mr_cache_start(struct rv_mr_cache *cache, struct rv_job *job,
 void rv_mr_cache_teardown(struct rv_mr_cache *cache);
 void rv_mr_cache_release_ib(struct rv_mr_cache *cache);
 
+struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
+				 u64 addr, u64 length, u32 *lkey);
+void rv_mr_put_io(struct rv_mr_entry *e);
+
 int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		     void *arg);

@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The data path: RDMA WRITE with immediate over a job's connection, the
+ * completions that end each write in its poster's ring, and the receive
+ * side that routes each arriving immediate to the ring of the slot it
+ * names.
+ *
+ * A write is a struct rv_write_ctx from POST_WRITE until its last
+ * segment completes.  It is on its QP's @inflight list meanwhile, holds
+ * one send queue credit per segment and an io reference on its
+ * registration, and counts in its file's and connection's @inflight.
+ * Every segment is signaled: a write whose later segments cannot be
+ * posted still ends, with an error, once the posted ones complete.
+ *
+ * How every write ends exactly once:
+ *  - normally, by its last completion (rv_write_done());
+ *  - when a QP is destroyed, rv_write_qp_drain() first moves it to the
+ *    error state and waits (bounded) for a marker posted behind all
+ *    writes: the hardware flushes them, in order, before the marker;
+ *  - if that wait times out, the writes stay listed until the
+ *    connection's CQs are freed (no completion can run after that) and
+ *    rv_write_qp_flush() ends them with a flush status.
+ * A closing file waits for its writes (rv_write_file_quiesce()), so a
+ * completion always finds its file, ring and registration.
+ */
+#include "rv.h"
+#include "rv_conn.h"
+
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+/* Longest wait for a drain marker, per queue. */
+#define RV_DRAIN_MS		5000
+/* Longest wait at close for the file's writes on healthy QPs. */
+#define RV_QUIESCE_MS		10000
+
+/**
+ * struct rv_write_ctx - one write in flight
+ * @cqe: completion entry of every segment
+ * @list: on @qp->inflight, under @qp->sq_lock
+ * @rf: the posting file (waits for us at close)
+ * @mr: the registration's entry with our io reference; NULL for 0 bytes
+ * @qp: the QP slot the segments were posted on
+ * @wr_id: the caller's
+ * @pending: segments not completed yet (and, while posting, not posted)
+ * @status: first error status, 0 while none (cmpxchg)
+ * @bytes: the write's length
+ * @segs: segments posted: credits to give back
+ * @generation: the connection's when posted
+ */
+struct rv_write_ctx {
+	struct ib_cqe cqe;
+	struct list_head list;
+	struct rv_file *rf;
+	struct rv_mr_entry *mr;
+	struct rv_conn_qp *qp;
+	u64 wr_id;
+	atomic_t pending;
+	u32 status;
+	u32 bytes;
+	u32 segs;
+	u32 generation;
+};
+
+static struct kmem_cache *rv_write_cache;
+
+static void rv_write_finish(struct rv_write_ctx *ctx)
+{
+	struct rv_conn_qp *qp = ctx->qp;
+	struct rv_conn *conn = qp->conn;
+	struct rv_file *rf = ctx->rf;
+	u32 status = READ_ONCE(ctx->status);
+	struct rv_event ev = {
+		.kind = RV_EVENT_SEND,
+		.status = status,
+		.wr_id = ctx->wr_id,
+		.bytes = ctx->bytes,
+		.conn_id = conn->id,
+		.generation = ctx->generation,
+	};
+
+	spin_lock(&qp->sq_lock);
+	list_del(&ctx->list);
+	qp->sq_free += ctx->segs;
+	spin_unlock(&qp->sq_lock);
+
+	/* A full ring counts the loss in its overflows. */
+	rv_ring_post(rf->ring, &ev);
+	if (status) {
+		atomic64_inc(&rf->stats.writes_failed);
+		atomic64_inc(&conn->stats.writes_failed);
+	} else {
+		atomic64_inc(&rf->stats.writes_completed);
+		atomic64_inc(&conn->stats.writes_completed);
+	}
+	if (ctx->mr)
+		rv_mr_put_io(ctx->mr);
+	atomic_dec(&conn->inflight);
+	/* Release may free @rf once it sees 0, but only after an RCU grace. */
+	rcu_read_lock();
+	if (atomic_dec_and_test(&rf->inflight))
+		wake_up(&rf->inflight_wait);
+	rcu_read_unlock();
+	kmem_cache_free(rv_write_cache, ctx);
+}
+
+static void rv_write_set_status(struct rv_write_ctx *ctx, u32 status)
+{
+	cmpxchg(&ctx->status, 0, status);
+}
+
+static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rv_write_ctx *ctx = container_of(wc->wr_cqe,
+						struct rv_write_ctx, cqe);
+
+	if (wc->status != IB_WC_SUCCESS)
+		rv_write_set_status(ctx, wc->status);
+	if (atomic_dec_and_test(&ctx->pending))
+		rv_write_finish(ctx);
+}
+
+/* Deliver an arrived immediate to the ring of the slot it names. */
+static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
+{
+	struct rv_job *job = conn->job;
+	struct rv_event ev = {
+		.kind = RV_EVENT_RECV,
+		.imm = imm,
+		.bytes = bytes,
+		.conn_id = conn->id,
+		.generation = (u32)READ_ONCE(conn->generation),
+	};
+	u32 slot = imm >> (32 - job->params.slot_bits);
+	struct rv_ring *ring = NULL;
+	struct rv_file *rf;
+
+	/* Files leave the slots, then wait for a grace period to free. */
+	rcu_read_lock();
+	rf = xa_load(&job->slots, slot);
+	if (rf)	/* pairs with ATTACH's release store of the ring */
+		ring = smp_load_acquire(&rf->ring);
+	if (!ring) {
+		atomic64_inc(&conn->drops_no_slot);
+	} else if (!rv_ring_post(ring, &ev)) {
+		atomic64_inc(&conn->drops_ring_full);
+	} else {
+		atomic64_inc(&rf->stats.recvs);
+		atomic64_add(bytes, &rf->stats.bytes_received);
+		atomic64_inc(&conn->stats.recvs);
+		atomic64_add(bytes, &conn->stats.bytes_received);
+	}
+	rcu_read_unlock();
+}
+
+static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
+					     recv_cqe);
+	struct rv_conn *conn = qp->conn;
+	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
+
+	if (wc->status != IB_WC_SUCCESS) {
+		/* Flushes: the QP is going away, its receives with it. */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			atomic64_inc(&conn->recv_errors);
+		return;
+	}
+	if (wc->wc_flags & IB_WC_WITH_IMM)
+		rv_write_route(conn, be32_to_cpu(wc->ex.imm_data),
+			       wc->byte_len);
+	else
+		atomic64_inc(&conn->recv_errors);	/* not rv's peer */
+
+	/*
+	 * The QP is alive: it is destroyed only after a drain, which waits
+	 * for this handler (same CQ) to have run.  In the error state the
+	 * receive is flushed.
+	 */
+	if (ib_post_recv(wc->qp, &wr, NULL))
+		atomic64_inc(&conn->recv_errors);
+}
+
+int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp)
+{
+	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
+	u32 i;
+	int ret;
+
+	for (i = 0; i < qp->conn->depth; i++) {
+		ret = ib_post_recv(ibqp, &wr, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void rv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	complete(&container_of(wc->wr_cqe, struct rv_drain, cqe)->done);
+}
+
+void rv_write_qp_init(struct rv_conn_qp *qp)
+{
+	qp->recv_cqe.done = rv_write_recv_done;
+	spin_lock_init(&qp->sq_lock);
+	qp->sq_free = qp->conn->depth;
+	INIT_LIST_HEAD(&qp->inflight);
+	qp->sdrain.cqe.done = rv_drain_done;
+	qp->rdrain.cqe.done = rv_drain_done;
+	init_completion(&qp->sdrain.done);
+	init_completion(&qp->rdrain.done);
+}
+
+static void rv_drain_wait(struct rv_conn_qp *qp, struct rv_drain *d,
+			  const char *which)
+{
+	if (!wait_for_completion_timeout(&d->done,
+					 msecs_to_jiffies(RV_DRAIN_MS)))
+		pr_warn_ratelimited("job%u conn%u qp%u: %s queue drain timed out\n",
+				    qp->conn->job->id, qp->conn->id,
+				    qp->index, which);
+}
+
+/**
+ * rv_write_qp_drain - complete everything posted on a QP before it goes
+ * @qp: the QP slot
+ * @ibqp: one of its QPs, about to be destroyed
+ *
+ * Moves @ibqp to the error state and waits, at most RV_DRAIN_MS per
+ * queue, for a marker posted behind every write and receive: the flushes
+ * of everything before it have then been handled.  The markers live in
+ * @qp, so a marker completing after a timeout touches nothing freed.
+ * Caller holds neither @qp->conn->lock nor anything a completion takes.
+ */
+void rv_write_qp_drain(struct rv_conn_qp *qp, struct ib_qp *ibqp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_rdma_wr swr = {
+		.wr = {
+			.wr_cqe = &qp->sdrain.cqe,
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+	};
+	struct ib_recv_wr rwr = { .wr_cqe = &qp->rdrain.cqe };
+	bool sent, received;
+
+	if (ib_modify_qp(ibqp, &attr, IB_QP_STATE))
+		return;	/* never left RESET: nothing was posted */
+	reinit_completion(&qp->sdrain.done);
+	reinit_completion(&qp->rdrain.done);
+	sent = !ib_post_send(ibqp, &swr.wr, NULL);
+	received = !ib_post_recv(ibqp, &rwr, NULL);
+	if (sent)
+		rv_drain_wait(qp, &qp->sdrain, "send");
+	if (received)
+		rv_drain_wait(qp, &qp->rdrain, "receive");
+}
+
+/*
+ * End the writes no completion will end: the connection's CQs are freed
+ * (after a drain timed out).  Caller holds the device's rwsem.
+ */
+void rv_write_qp_flush(struct rv_conn_qp *qp)
+{
+	struct rv_write_ctx *ctx;
+
+	for (;;) {
+		spin_lock(&qp->sq_lock);
+		ctx = list_first_entry_or_null(&qp->inflight,
+					       struct rv_write_ctx, list);
+		spin_unlock(&qp->sq_lock);
+		if (!ctx)
+			return;
+		rv_write_set_status(ctx, IB_WC_WR_FLUSH_ERR);
+		rv_write_finish(ctx);
+	}
+}
+
+/* Whether @rf has a write in flight on @qp. */
+bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf)
+{
+	struct rv_write_ctx *ctx;
+	bool busy = false;
+
+	spin_lock(&qp->sq_lock);
+	list_for_each_entry(ctx, &qp->inflight, list) {
+		if (ctx->rf == rf) {
+			busy = true;
+			break;
+		}
+	}
+	spin_unlock(&qp->sq_lock);
+	return busy;
+}
+
+/*
+ * Post @ctx's @segs segments on the first connected QP from conn->next_qp
+ * with room for them.  Caller holds conn->lock.  Returns 0 once the
+ * first segment is posted (the write then ends with a SEND event), or an
+ * errno with nothing posted.
+ */
+static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
+			      const struct rv_write *w, u32 lkey)
+{
+	struct rv_conn_qp *qp = NULL;
+	struct ib_sge sge = { .lkey = lkey };
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = &ctx->cqe,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.rkey = w->rkey,
+	};
+	u32 i, n = conn->num_conn, segs = ctx->segs, posted;
+	u64 done = 0;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		struct rv_conn_qp *q = &conn->qps[(conn->next_qp + i) % n];
+
+		if (q->state != RV_QP_CONNECTED || !q->cm_id)
+			continue;
+		spin_lock(&q->sq_lock);
+		if (q->sq_free >= segs) {
+			q->sq_free -= segs;
+			qp = q;
+			ctx->qp = qp;
+			atomic_set(&ctx->pending, segs);
+			list_add_tail(&ctx->list, &qp->inflight);
+		}
+		spin_unlock(&q->sq_lock);
+		if (qp)
+			break;
+	}
+	if (!qp)
+		return -EAGAIN;
+	conn->next_qp = (qp->index + 1) % n;
+	ctx->generation = (u32)conn->generation;
+
+	for (posted = 0; posted < segs; posted++) {
+		u64 len = min_t(u64, w->length - done, conn->max_segment);
+
+		sge.addr = w->local_addr + done;
+		sge.length = len;
+		wr.wr.sg_list = &sge;
+		wr.wr.num_sge = len ? 1 : 0;
+		wr.remote_addr = w->remote_addr + done;
+		if (posted == segs - 1) {
+			wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+			wr.wr.ex.imm_data = cpu_to_be32(w->imm);
+		} else {
+			wr.wr.opcode = IB_WR_RDMA_WRITE;
+		}
+		ret = ib_post_send(qp->cm_id->qp, &wr.wr, NULL);
+		if (ret)
+			break;
+		done += len;
+	}
+	if (posted == segs)
+		return 0;
+
+	/* Segments never posted will not complete: account for them now. */
+	if (!posted) {
+		spin_lock(&qp->sq_lock);
+		list_del(&ctx->list);
+		qp->sq_free += segs;
+		spin_unlock(&qp->sq_lock);
+		/* Full (-ENOMEM) or broken before the CM noticed. */
+		return -EAGAIN;
+	}
+	rv_write_set_status(ctx, IB_WC_LOC_QP_OP_ERR);
+	if (atomic_sub_and_test(segs - posted, &ctx->pending))
+		rv_write_finish(ctx);
+	/* Counted as posted by the caller, which must not touch @ctx now. */
+	return 1;
+}
+
+/* Connection states in which a post may proceed, or the errno. */
+static int rv_write_conn_ready(const struct rv_conn *conn)
+{
+	if (conn->dead)
+		return -ENODEV;
+	switch (conn->state) {
+	case RV_CONN_STATE_CONNECTED:
+		return 0;
+	case RV_CONN_STATE_CONNECTING:
+		return -EAGAIN;
+	default:
+		return -EPIPE;
+	}
+}
+
+/*
+ * Post one write for @rf.  Caller holds rf->lock of an attached file used
+ * by its owner, and the device's rwsem for read (not removed).
+ */
+static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
+{
+	struct rv_mr_entry *mr = NULL;
+	struct rv_write_ctx *ctx;
+	struct rv_conn *conn;
+	u32 lkey = 0, segs;
+	int ret;
+
+	if (w->length > RV_MAX_WRITE_BYTES)
+		return -EMSGSIZE;
+	if (!w->length ? w->mr_handle :
+	    w->local_addr + w->length < w->local_addr)
+		return -EINVAL;
+	conn = w->conn_handle ? xa_load(&rf->conns, w->conn_handle) : NULL;
+	if (!conn)
+		return -ENOENT;
+	segs = w->length ? DIV_ROUND_UP_ULL(w->length, conn->max_segment) : 1;
+	if (segs > conn->depth)
+		return -EMSGSIZE;
+
+	if (w->length) {
+		mr = rv_mr_get_io(&rf->mr_cache, w->mr_handle, w->local_addr,
+				  w->length, &lkey);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+	}
+	ctx = kmem_cache_alloc(rv_write_cache, GFP_KERNEL);
+	if (!ctx) {
+		ret = -ENOMEM;
+		goto out_put_mr;
+	}
+	ctx->cqe.done = rv_write_done;
+	ctx->rf = rf;
+	ctx->mr = mr;
+	ctx->wr_id = w->wr_id;
+	ctx->status = 0;
+	ctx->bytes = w->length;
+	ctx->segs = segs;
+
+	mutex_lock(&conn->lock);
+	ret = rv_write_conn_ready(conn);
+	if (!ret) {
+		/* Counted first: a completion may run before we return. */
+		atomic_inc(&conn->inflight);
+		atomic_inc(&rf->inflight);
+		ret = rv_write_post_segs(conn, ctx, w, lkey);
+		if (ret < 0) {
+			atomic_dec(&conn->inflight);
+			atomic_dec(&rf->inflight);
+		}
+	}
+	mutex_unlock(&conn->lock);
+	if (ret < 0)
+		goto out_free;
+
+	atomic64_inc(&rf->stats.writes_posted);
+	atomic64_add(w->length, &rf->stats.bytes_posted);
+	atomic64_inc(&conn->stats.writes_posted);
+	atomic64_add(w->length, &conn->stats.bytes_posted);
+	return 0;
+
+out_free:
+	kmem_cache_free(rv_write_cache, ctx);
+out_put_mr:
+	if (mr)
+		rv_mr_put_io(mr);
+	if (ret == -EAGAIN)
+		atomic64_inc(&rf->posts_eagain);
+	return ret;
+}
+
+/* Validate, lock, post, unlock: the common part of both POST commands. */
+static int rv_write_begin(struct rv_file *rf)
+{
+	struct rv_device *dev;
+	int ret;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	dev = rf->job->dev;
+	down_read(&dev->rwsem);
+	if (dev->removed) {
+		up_read(&dev->rwsem);
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	return 0;
+
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+static void rv_write_end(struct rv_file *rf)
+{
+	up_read(&rf->job->dev->rwsem);
+	mutex_unlock(&rf->lock);
+}
+
+int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		      void *arg)
+{
+	struct rv_post_write *cmd = arg;
+	int ret;
+
+	if (cmd->flags)
+		return -EINVAL;
+	ret = rv_write_begin(rf);
+	if (ret)
+		return ret;
+	ret = rv_write_post(rf, &cmd->write);
+	rv_write_end(rf);
+	return ret;
+}
+
+int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
+		       void *arg)
+{
+	struct rv_post_writes *cmd = arg;
+	const struct rv_write __user *uw;
+	struct rv_write w;
+	int ret = 0;
+
+	if (cmd->flags || cmd->posted || cmd->error || !cmd->count ||
+	    cmd->count > RV_MAX_POST_WRITES ||
+	    cmd->entry_size != sizeof(struct rv_write))
+		return -EINVAL;
+	uw = u64_to_user_ptr(cmd->writes);
+	ret = rv_write_begin(rf);
+	if (ret)
+		return ret;
+	for (; cmd->posted < cmd->count; cmd->posted++) {
+		if (copy_from_user(&w, &uw[cmd->posted], sizeof(w)))
+			ret = -EFAULT;
+		else
+			ret = rv_write_post(rf, &w);
+		if (ret)
+			break;
+	}
+	rv_write_end(rf);
+
+	if (!cmd->posted)
+		return ret;
+	cmd->error = -ret;
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+}
+
+int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
+{
+	struct rv_stats *cmd = arg;
+	const struct rv_io_stats *s = &rf->stats;
+
+	if (cmd->flags || cmd->rsvd)
+		return -EINVAL;
+	/* Figures only: any process holding the file may read them. */
+	mutex_lock(&rf->lock);
+	if (!rf->job) {
+		mutex_unlock(&rf->lock);
+		return -ENOTCONN;
+	}
+	cmd->writes_posted = atomic64_read(&s->writes_posted);
+	cmd->bytes_posted = atomic64_read(&s->bytes_posted);
+	cmd->writes_completed = atomic64_read(&s->writes_completed);
+	cmd->writes_failed = atomic64_read(&s->writes_failed);
+	cmd->posts_eagain = atomic64_read(&rf->posts_eagain);
+	cmd->recvs = atomic64_read(&s->recvs);
+	cmd->bytes_received = atomic64_read(&s->bytes_received);
+	cmd->ring_overflows = rf->ring ? READ_ONCE(rf->ring->overflows) : 0;
+	cmd->inflight = atomic_read(&rf->inflight);
+	mutex_unlock(&rf->lock);
+	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+}
+
+void rv_write_file_init(struct rv_file *rf)
+{
+	atomic_set(&rf->inflight, 0);
+	init_waitqueue_head(&rf->inflight_wait);
+}
+
+/*
+ * Break the QPs @rf has writes on: their flushes end those writes (and
+ * the others on them: the connection reconnects).  Caller holds rf->lock.
+ */
+static void rv_write_break_file(struct rv_file *rf)
+{
+	struct rv_job *job = rf->job;
+	struct rv_conn *conn;
+	u32 i;
+
+	down_read(&job->dev->rwsem);
+	mutex_lock(&rv_conn_list_lock);
+	list_for_each_entry(conn, &job->conns, job_list) {
+		mutex_lock(&conn->lock);
+		for (i = 0; i < conn->num_conn; i++)
+			if (rv_write_qp_busy_for(&conn->qps[i], rf))
+				rv_cm_qp_break(&conn->qps[i]);
+		mutex_unlock(&conn->lock);
+	}
+	mutex_unlock(&rv_conn_list_lock);
+	up_read(&job->dev->rwsem);
+}
+
+/**
+ * rv_write_file_quiesce - wait for a closing file's writes
+ * @rf: the file, rf->lock held, still attached and holding its handles
+ *
+ * Writes on healthy QPs end within the transport's retry limits; after
+ * RV_QUIESCE_MS the QPs still carrying ours are broken, which flushes
+ * them within a drain.  Returns false if writes are still in flight even
+ * then (a device that never completes them): the file must not be freed.
+ */
+bool rv_write_file_quiesce(struct rv_file *rf)
+{
+	int left;
+
+	if (!rf->job)
+		return true;
+	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
+			       msecs_to_jiffies(RV_QUIESCE_MS)))
+		return true;
+	pr_warn("job%u slot%u: %d writes in flight at close: breaking their QPs\n",
+		rf->job->id, rf->slot, atomic_read(&rf->inflight));
+	rv_write_break_file(rf);
+	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
+			       msecs_to_jiffies(4 * RV_DRAIN_MS)))
+		return true;
+	left = atomic_read(&rf->inflight);
+	pr_err("job%u slot%u: %d writes never completed: leaking the file\n",
+	       rf->job->id, rf->slot, left);
+	return false;
+}
+
+int rv_write_init(void)
+{
+	rv_write_cache = KMEM_CACHE(rv_write_ctx, 0);
+	return rv_write_cache ? 0 : -ENOMEM;
+}
+
+void rv_write_exit(void)
+{
+	kmem_cache_destroy(rv_write_cache);
+}
