@@ -942,6 +942,7 @@ struct bw_result {
 	uint64_t writes, bytes, ns;	/* sender: completed, first post..last */
 	uint64_t calls, post_ns, eagain;
 	uint64_t rcv_writes, rcv_ns;	/* receiver: RECVs, first..last */
+	uint64_t max_gap_ns;		/* longest wait for a completion */
 	unsigned int window;
 };
 
@@ -987,6 +988,7 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 		w[i].rkey = n->peer.rkey;
 	}
 	t0 = now_ns();
+	last = t0;
 	deadline = t0 + (uint64_t)o->seconds * 1000000000ULL;
 	while (!stop || inflight) {
 		want = r->window - inflight;
@@ -1035,8 +1037,16 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 			inflight--;
 		}
 		t = now_ns();
-		if (got)
+		if (got) {
+			/*
+			 * The longest time without a completion while writes
+			 * were in flight: a lost packet on rxe shows up as
+			 * a stall of one retransmission timeout.
+			 */
+			if (t - last > r->max_gap_ns)
+				r->max_gap_ns = t - last;
 			last = t;
+		}
 		if (!stop && (posted >= max_writes || t >= deadline)) {
 			stop = true;
 			deadline = t + DRAIN_WAIT_MS * 1000000ULL;
@@ -1343,14 +1353,15 @@ static int cmd_bw(int argc, char **argv)
 	       (unsigned long long)(o.win_bytes / MIB));
 	printf("MB/s = 10^6 bytes/s; snd: completed bytes / (first post .. last SEND completion); rcv: receiver's RECV events (first .. last)\n");
 	printf("post.us: time in the post calls per write; calls: post calls (ioctls) made, eagain: calls that stopped at EAGAIN\n");
-	printf("%-3s %6s %4s %3s %8s %6s %9s %9s %8s %7s %8s\n", "#", "size",
-	       "conn", "api", "writes", "window", "MB/s.snd", "MB/s.rcv",
-	       "calls", "eagain", "post.us");
+	printf("gap.ms: longest time without a completion while writes were in flight (a retransmission stall shows here)\n");
+	printf("%-3s %6s %4s %3s %8s %6s %9s %9s %8s %7s %8s %8s\n", "#",
+	       "size", "conn", "api", "writes", "window", "MB/s.snd",
+	       "MB/s.rcv", "calls", "eagain", "post.us", "gap.ms");
 	for (i = 0; i < o.nsizes; i++) {
 		bw_send_size(&n, &o, o.sizes[i], &r);
 		posted += r.writes;
 		size_str(o.sizes[i], name, sizeof(name));
-		printf("bw  %6s %4u %3s %8llu %6u %9.2f %9.2f %8llu %7llu %8.2f\n",
+		printf("bw  %6s %4u %3s %8llu %6u %9.2f %9.2f %8llu %7llu %8.2f %8.1f\n",
 		       name, n.peer.num_conn, o.single ? "one" : "vec",
 		       (unsigned long long)r.writes, r.window,
 		       r.ns ? (double)r.bytes * 1e3 / (double)r.ns : 0,
@@ -1358,7 +1369,8 @@ static int cmd_bw(int argc, char **argv)
 				  (double)o.sizes[i] * 1e3 / (double)r.rcv_ns : 0,
 		       (unsigned long long)r.calls,
 		       (unsigned long long)r.eagain,
-		       r.writes ? (double)r.post_ns / 1e3 / (double)r.writes : 0);
+		       r.writes ? (double)r.post_ns / 1e3 / (double)r.writes : 0,
+		       (double)r.max_gap_ns / 1e6);
 	}
 	send_msg(&n, MSG_DONE, 0, 0, 0);
 	return wr_teardown(&n, posted, 0);
