@@ -75,14 +75,23 @@ steps() {
 	done
 }
 
+# rxe's port counters, "name value" per line.
+hw_snap() {
+	local f
+	for f in /sys/class/infiniband/"$RV_IBDEV"/ports/1/hw_counters/*; do
+		echo "${f##*/} $(<"$f")"
+	done
+}
+
 guest() {
 	local bench=$RV_REPO/tools/testing/selftests/rv/rv_bench
-	local peer step=0 kind args port n out rc=0
+	local peer step=0 kind args port n out rc=0 before
 	read -r _ peer _ <<<"$RV_NODE_IPS"
 
 	while read -r kind args; do
 		port=$((18600 + step))
 		step=$((step + 1))
+		before=$(hw_snap)
 		# Word splitting of $args is intended: they are options.
 		# shellcheck disable=SC2086
 		case $kind.$RV_NODE in
@@ -119,6 +128,11 @@ guest() {
 			awk -v s="$args" '$1 == s && NF >= 5 {
 				printf "pbw %s %.2f\n", $1, $4 * 1.048576 }' <<<"$out" ;;
 		esac
+		# What rxe saw during the step: retransmissions (sender's
+		# completer_retry_err), lost or reordered packets (receiver's
+		# out_of_seq_request, rcvd_seq_err) explain stalls.
+		echo "hwc node$RV_NODE $kind $args: $(join --nocheck-order <(echo "$before") <(hw_snap) |
+			awk '$3 != $2 { printf "%s=%d ", $1, $3 - $2 }')"
 	done < <(steps)
 	return $rc
 }
@@ -156,7 +170,7 @@ cp "$node0" "$out/node0.out" 2>/dev/null || true
 # bw.dat: size, rv nc=1, nc=4, nc=16, nc=4 single, perftest (MB/s); "-"
 # where a point is missing, which gnuplot skips.
 awk '
-$1 == "bw" && NF == 11 {
+$1 == "bw" && NF >= 11 {
 	k = $3 "." $4; sz[$2] = 1
 	rv[$2, k] = $7
 }
@@ -204,21 +218,33 @@ END {
 			printf "median ratio rv/perftest: rv_post_writes(1) %.2f, rv_post_write %.2f\n", rv / pt, one / pt
 	}' "$node0"
 	echo
-	echo "post cost per write (us, time inside the post calls / writes), rv_bench bw:"
-	awk '$1 == "bw" && NF == 11 { printf "  %-6s nc=%-2s %s calls %-8s writes %-8s post.us %s\n",
-		$2, $3, $4, $9, $5, $11 }' "$node0"
+	echo "post cost per write (us, time inside the post calls / writes) and longest"
+	echo "wait for a completion (gap.ms), rv_bench bw:"
+	awk '$1 == "bw" && NF >= 12 { printf "  %-6s nc=%-2s %s calls %-8s writes %-8s post.us %-9s gap.ms %s\n",
+		$2, $3, $4, $9, $5, $11, $12 }' "$node0"
+	echo
+	echo "rxe counters that changed during each step (node0 sends, node1 receives):"
+	grep -h '^hwc ' "$node0" "$out/vm/node1.out" 2>/dev/null |
+		sed 's/ \(rcvd_pkts\|sent_pkts\|rdma_sends\|rdma_recvs\)=[0-9]*//g'
 } | tee "$out/summary.txt"
 
 if command -v gnuplot >/dev/null && [[ -s $out/bw.dat ]]; then
+	# One tick per measured size, labelled in binary units ("64K").
+	xtics=$(awk '{ b = $1; u = ""
+		       if (b >= 1048576 && b % 1048576 == 0) { b /= 1048576; u = "M" }
+		       else if (b >= 1024 && b % 1024 == 0) { b /= 1024; u = "K" }
+		       printf "%s\"%d%s\" %d", (NR > 1 ? ", " : ""), b, u, $1 }' \
+		"$out/bw.dat")
 	gnuplot <<EOF || rc=1
-set terminal pngcairo size 900,560 noenhanced
+set terminal pngcairo size 960,600 noenhanced
 set output '$out/bw.png'
 set title 'RDMA WRITE bandwidth over rxe (QEMU TCG), node0 -> node1'
 set xlabel 'message size (bytes)'
 set ylabel 'MB/s (10^6 B/s)'
 set logscale x 2
-set format x '%.0s%cB'
-set key left top
+set xtics ($xtics)
+set yrange [0:*]
+set key outside bottom center horizontal maxrows 2
 set grid
 set datafile missing '-'
 plot '$out/bw.dat' using 1:2 with linespoints title 'rv num_conn=1', \
