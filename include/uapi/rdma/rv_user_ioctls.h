@@ -417,8 +417,13 @@ struct rv_ring_header {
  *	segment (its whole length unless longer than CONN_QUERY's
  *	@max_segment)
  * @conn_id: the connection's node-wide id (CONN_CREATE's @conn_id)
- * @generation: the connection's generation when the write was posted
- *	(SEND) or arrived (RECV)
+ * @generation: SEND: the connection's generation when the write was
+ *	posted (a write of an older generation than the current one may need
+ *	sending again); RECV: this node's generation of the connection when
+ *	the write arrived, informational only: the first writes after a
+ *	(re)connect can arrive before this node has seen the connection
+ *	established and carry the previous generation, so receivers must not
+ *	drop events by generation
  */
 struct rv_event {
 	__u32 kind;
@@ -463,7 +468,7 @@ struct rv_event {
  * struct rv_conn_query.reason: why the connection is in ERROR (or, while
  * CONNECTING again, why it last lost or failed a QP).  The client retries
  * the retryable ones (UNREACHABLE, NO_LISTENER, NO_CONN, BUSY,
- * NO_RESOURCES, DISCONNECTED) until its timeout; the others end the
+ * NO_RESOURCES, DISCONNECTED, QP_ERROR) until its timeout; the others end the
  * attempt at once.
  */
 #define RV_CONN_REASON_NONE		0
@@ -491,6 +496,10 @@ struct rv_event {
 #define RV_CONN_REASON_DISCONNECTED	10
 /* a QP could not be created (here or remotely) */
 #define RV_CONN_REASON_NO_RESOURCES	11
+/* a work request completed in error (e.g. a bad rkey) or the QP reported
+ * a fatal event: the QP was replaced
+ */
+#define RV_CONN_REASON_QP_ERROR		12
 
 /* struct rv_conn_query.role */
 #define RV_CONN_ROLE_CLIENT	1

@@ -77,6 +77,15 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
 
 	rv_conn_dbg(qp->conn, "qp %u: async event %s\n", qp->index,
 		    ib_event_msg(event->event));
+	switch (event->event) {
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+		rv_cm_qp_fault(qp, event->element.qp);
+		break;
+	default:
+		break;
+	}
 }
 
 /*
@@ -481,8 +490,11 @@ static void rv_cm_work(struct work_struct *work)
 	mutex_lock(&conn->lock);
 	if (conn->dead)
 		goto out_unlock;
+	/*
+	 * Left parked until destroyed: no new QP (accept or attempt) shares
+	 * the CQ with one still being drained.
+	 */
 	dead = qp->dead_id;
-	qp->dead_id = NULL;
 	expired = conn->started && !time_before(jiffies, conn->deadline);
 
 	switch (qp->state) {
@@ -535,13 +547,45 @@ out_unlock:
 
 	rv_cm_destroy_id(qp, dead);
 	rv_cm_destroy_id(qp, stuck);
+	if (dead) {
+		mutex_lock(&conn->lock);
+		qp->dead_id = NULL;
+		mutex_unlock(&conn->lock);
+	}
 	if (start)
 		rv_cm_start_attempt(qp);
+}
+
+/*
+ * A QP in the error state stays "connected" for the CM: fail its id (the
+ * client reconnects) unless it was replaced already.
+ */
+static void rv_cm_fault_work(struct work_struct *work)
+{
+	struct rv_conn_qp *qp = container_of(work, struct rv_conn_qp,
+					     fault_work);
+	struct rv_conn *conn = qp->conn;
+
+	mutex_lock(&conn->lock);
+	if (!conn->dead && qp->cm_id && !qp->dead_id &&
+	    qp->cm_id->qp == READ_ONCE(qp->fault_qp)) {
+		rv_conn_dbg(conn, "qp %u: failed, replacing it\n", qp->index);
+		rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
+	}
+	mutex_unlock(&conn->lock);
+}
+
+/* @ibqp of @qp failed; any context (async events may be atomic). */
+void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp)
+{
+	WRITE_ONCE(qp->fault_qp, ibqp);
+	queue_work(rv_cm_wq, &qp->fault_work);
 }
 
 void rv_cm_qp_init(struct rv_conn_qp *qp)
 {
 	INIT_DELAYED_WORK(&qp->work, rv_cm_work);
+	INIT_WORK(&qp->fault_work, rv_cm_fault_work);
 	rv_write_qp_init(qp);
 }
 

@@ -18,7 +18,7 @@ MODULE_PARM_DESC(cm_port, "Port of rv's rdma_cm listener and default remote port
 
 unsigned int rv_conn_wqe_budget = 1024;
 module_param_named(conn_wqe_budget, rv_conn_wqe_budget, uint, 0444);
-MODULE_PARM_DESC(conn_wqe_budget, "Send and receive queue entries per remote node, split between its QPs (256..16384, default 1024)");
+MODULE_PARM_DESC(conn_wqe_budget, "Send and receive queue entries per remote node, split between its QPs (16..16384, default 1024)");
 
 unsigned int rv_conn_timeout_ms = 30000;
 module_param_named(conn_timeout_ms, rv_conn_timeout_ms, uint, 0444);
@@ -114,8 +114,8 @@ int rv_cm_init(void)
 		pr_err("cm_port=%u out of range 1..65535\n", rv_cm_port);
 		return -EINVAL;
 	}
-	if (rv_conn_wqe_budget < 256 || rv_conn_wqe_budget > 16384) {
-		pr_err("conn_wqe_budget=%u out of range 256..16384\n",
+	if (rv_conn_wqe_budget < RV_MAX_CONN_PER_NODE || rv_conn_wqe_budget > 16384) {
+		pr_err("conn_wqe_budget=%u out of range 16..16384\n",
 		       rv_conn_wqe_budget);
 		return -EINVAL;
 	}

@@ -122,7 +122,7 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	/* Each queue and the CQ also hold a drain marker. */
 	depth = rv_conn_wqe_budget / num_conn;
 	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 1);
-	depth = min_t(u32, depth, ibdev->attrs.max_cqe / 2 - 1);
+	depth = min_t(u32, depth, ibdev->attrs.max_cqe / 3 - 2);
 	depth = max(depth, 1U);
 
 	kref_init(&conn->kref);
@@ -143,7 +143,12 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->conn = conn;
 		qp->index = i;
 		rv_cm_qp_init(qp);
-		qp->cq = ib_alloc_cq(ibdev, qp, 2 * depth + 2,
+		/*
+		 * Send completions: @depth credits plus a drain marker; two
+		 * QPs' receives and markers, for the time a failed QP and a
+		 * timed-out one are drained together.
+		 */
+		qp->cq = ib_alloc_cq(ibdev, qp, 3 * depth + 4,
 				     i % ibdev->num_comp_vectors,
 				     IB_POLL_WORKQUEUE);
 		if (IS_ERR(qp->cq)) {
@@ -194,8 +199,10 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 	mutex_unlock(&conn->lock);
 
 	/* No work can be queued again: every kick checks @dead. */
-	for (i = 0; i < conn->num_conn; i++)
+	for (i = 0; i < conn->num_conn; i++) {
 		cancel_delayed_work_sync(&conn->qps[i].work);
+		cancel_work_sync(&conn->qps[i].fault_work);
+	}
 
 	mutex_lock(&conn->lock);
 	for (i = 0; i < conn->num_conn; i++) {
@@ -221,6 +228,8 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		conn->qps[i].cq = NULL;
 		/* Writes a timed-out drain left: no completion can come now. */
 		rv_write_qp_flush(&conn->qps[i]);
+		/* Completions during the drain may have queued it again. */
+		cancel_work_sync(&conn->qps[i].fault_work);
 	}
 	conn->ib_released = true;
 	rv_conn_dbg(conn, "released, reason %u\n", reason);

@@ -99,6 +99,9 @@ struct rv_drain {
  *	whichever cm_id (QP) they were posted on
  * @sdrain: send queue marker of the last drain
  * @rdrain: receive queue marker of the last drain
+ * @fault_work: replaces the QP after an error (rv_cm_qp_fault())
+ * @fault_qp: the ib_qp that failed, compared (never dereferenced) with
+ *	the current one by @fault_work
  *
  * A QP's send queue has @conn->depth + 1 entries and its receive queue as
  * many: @depth for writes (and receives), one for a drain marker.
@@ -118,6 +121,8 @@ struct rv_conn_qp {
 	struct list_head inflight;
 	struct rv_drain sdrain;
 	struct rv_drain rdrain;
+	struct work_struct fault_work;
+	struct ib_qp *fault_qp;
 };
 
 /**
@@ -294,6 +299,13 @@ extern struct workqueue_struct *rv_cm_wq;
 int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 int rv_cm_stats_show(struct seq_file *s, void *unused);
 
+/* How an arrived write with immediate was routed (trace_rv_recv()). */
+enum rv_recv_result {
+	RV_RECV_DELIVERED,
+	RV_RECV_NO_SLOT,
+	RV_RECV_RING_FULL,
+};
+
 /* rv_write.c */
 int rv_write_init(void);
 void rv_write_exit(void);
@@ -318,6 +330,7 @@ void rv_cm_qp_init(struct rv_conn_qp *qp);
 void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay);
 void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id);
 void rv_cm_qp_break(struct rv_conn_qp *qp);
+void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp);
 
 #define rv_conn_dbg(conn, fmt, ...) do {				\
 	const struct rv_conn *__conn = (conn);				\

@@ -76,6 +76,79 @@ TRACE_EVENT(rv_cm_request,
 		      __entry->reject ? "rejected" : "accepted", __entry->reject)
 );
 
+/*
+ * A write posted (status 0, @segs segments) or completed (its SEND
+ * event's status, enum ib_wc_status; @overflow when the ring was full).
+ */
+DECLARE_EVENT_CLASS(rv_write_class,
+		    TP_PROTO(u32 job, u32 conn, u32 qp, u32 slot, u64 wr_id,
+			     u32 bytes, u32 segs, u32 status, bool overflow),
+		    TP_ARGS(job, conn, qp, slot, wr_id, bytes, segs, status,
+			    overflow),
+		    TP_STRUCT__entry(__field(u32, job)
+				     __field(u32, conn)
+				     __field(u32, qp)
+				     __field(u32, slot)
+				     __field(u64, wr_id)
+				     __field(u32, bytes)
+				     __field(u32, segs)
+				     __field(u32, status)
+				     __field(bool, overflow)),
+		    TP_fast_assign(__entry->job = job;
+				   __entry->conn = conn;
+				   __entry->qp = qp;
+				   __entry->slot = slot;
+				   __entry->wr_id = wr_id;
+				   __entry->bytes = bytes;
+				   __entry->segs = segs;
+				   __entry->status = status;
+				   __entry->overflow = overflow;),
+		    TP_printk("job %u conn %u qp %u slot %u wr_id %llu bytes %u segs %u status %u%s",
+			      __entry->job, __entry->conn, __entry->qp,
+			      __entry->slot, __entry->wr_id, __entry->bytes,
+			      __entry->segs, __entry->status,
+			      __entry->overflow ? " ring overflow" : "")
+);
+
+#define DEFINE_RV_WRITE_EVENT(name)					\
+	DEFINE_EVENT(rv_write_class, rv_write_##name,			\
+		TP_PROTO(u32 job, u32 conn, u32 qp, u32 slot, u64 wr_id, \
+			 u32 bytes, u32 segs, u32 status, bool overflow), \
+		TP_ARGS(job, conn, qp, slot, wr_id, bytes, segs, status, \
+			overflow))
+
+DEFINE_RV_WRITE_EVENT(post);
+DEFINE_RV_WRITE_EVENT(done);
+
+/* How an arrived write with immediate was routed (enum rv_recv_result). */
+#define rv_show_recv_result(r)					\
+	__print_symbolic(r,					\
+			 { RV_RECV_DELIVERED, "delivered" },	\
+			 { RV_RECV_NO_SLOT, "dropped: no slot" }, \
+			 { RV_RECV_RING_FULL, "dropped: ring full" })
+
+TRACE_EVENT(rv_recv,
+	    TP_PROTO(u32 job, u32 conn, u32 slot, u32 imm, u32 bytes,
+		     int result),
+	    TP_ARGS(job, conn, slot, imm, bytes, result),
+	    TP_STRUCT__entry(__field(u32, job)
+			     __field(u32, conn)
+			     __field(u32, slot)
+			     __field(u32, imm)
+			     __field(u32, bytes)
+			     __field(int, result)),
+	    TP_fast_assign(__entry->job = job;
+			   __entry->conn = conn;
+			   __entry->slot = slot;
+			   __entry->imm = imm;
+			   __entry->bytes = bytes;
+			   __entry->result = result;),
+	    TP_printk("job %u conn %u slot %u imm 0x%x bytes %u %s",
+		      __entry->job, __entry->conn, __entry->slot,
+		      __entry->imm, __entry->bytes,
+		      rv_show_recv_result(__entry->result))
+);
+
 #endif /* _TRACE_RV_CONN_H */
 
 #undef TRACE_INCLUDE_PATH

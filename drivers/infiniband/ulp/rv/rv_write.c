@@ -25,6 +25,7 @@
  */
 #include "rv.h"
 #include "rv_conn.h"
+#include "rv_conn_trace.h"
 
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -70,6 +71,7 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 	struct rv_conn *conn = qp->conn;
 	struct rv_file *rf = ctx->rf;
 	u32 status = READ_ONCE(ctx->status);
+	bool overflow;
 	struct rv_event ev = {
 		.kind = RV_EVENT_SEND,
 		.status = status,
@@ -85,7 +87,9 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 	spin_unlock(&qp->sq_lock);
 
 	/* A full ring counts the loss in its overflows. */
-	rv_ring_post(rf->ring, &ev);
+	overflow = !rv_ring_post(rf->ring, &ev);
+	trace_rv_write_done(conn->job->id, conn->id, qp->index, rf->slot,
+			    ctx->wr_id, ctx->bytes, ctx->segs, status, overflow);
 	if (status) {
 		atomic64_inc(&rf->stats.writes_failed);
 		atomic64_inc(&conn->stats.writes_failed);
@@ -114,8 +118,12 @@ static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_write_ctx *ctx = container_of(wc->wr_cqe,
 						struct rv_write_ctx, cqe);
 
-	if (wc->status != IB_WC_SUCCESS)
+	if (wc->status != IB_WC_SUCCESS) {
 		rv_write_set_status(ctx, wc->status);
+		/* The QP is in error now: have it replaced. */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			rv_cm_qp_fault(ctx->qp, wc->qp);
+	}
 	if (atomic_dec_and_test(&ctx->pending))
 		rv_write_finish(ctx);
 }
@@ -133,6 +141,7 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	};
 	u32 slot = imm >> (32 - job->params.slot_bits);
 	struct rv_ring *ring = NULL;
+	int result = RV_RECV_DELIVERED;
 	struct rv_file *rf;
 
 	/* Files leave the slots, then wait for a grace period to free. */
@@ -141,8 +150,10 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	if (rf)	/* pairs with ATTACH's release store of the ring */
 		ring = smp_load_acquire(&rf->ring);
 	if (!ring) {
+		result = RV_RECV_NO_SLOT;
 		atomic64_inc(&conn->drops_no_slot);
 	} else if (!rv_ring_post(ring, &ev)) {
+		result = RV_RECV_RING_FULL;
 		atomic64_inc(&conn->drops_ring_full);
 	} else {
 		atomic64_inc(&rf->stats.recvs);
@@ -151,6 +162,7 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 		atomic64_add(bytes, &conn->stats.bytes_received);
 	}
 	rcu_read_unlock();
+	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
 }
 
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -162,8 +174,10 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		/* Flushes: the QP is going away, its receives with it. */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			atomic64_inc(&conn->recv_errors);
+			rv_cm_qp_fault(qp, wc->qp);
+		}
 		return;
 	}
 	if (wc->wc_flags & IB_WC_WITH_IMM)
@@ -338,6 +352,8 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 		return -EAGAIN;
 	conn->next_qp = (qp->index + 1) % n;
 	ctx->generation = (u32)conn->generation;
+	trace_rv_write_post(conn->job->id, conn->id, qp->index, ctx->rf->slot,
+			    ctx->wr_id, ctx->bytes, segs, 0, false);
 
 	for (posted = 0; posted < segs; posted++) {
 		u64 len = min_t(u64, w->length - done, conn->max_segment);
@@ -406,8 +422,10 @@ static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 
 	if (w->length > RV_MAX_WRITE_BYTES)
 		return -EMSGSIZE;
-	if (!w->length ? w->mr_handle :
-	    w->local_addr + w->length < w->local_addr)
+	/* An empty write names no memory; others must not wrap. */
+	if (!w->length && w->mr_handle)
+		return -EINVAL;
+	if (w->local_addr + w->length < w->local_addr)
 		return -EINVAL;
 	conn = w->conn_handle ? xa_load(&rf->conns, w->conn_handle) : NULL;
 	if (!conn)

@@ -53,6 +53,7 @@ static const char *const reason_names[] = {
 	[RV_CONN_REASON_DEVICE_REMOVED] = "device_removed",
 	[RV_CONN_REASON_DISCONNECTED] = "disconnected",
 	[RV_CONN_REASON_NO_RESOURCES] = "no_resources",
+	[RV_CONN_REASON_QP_ERROR] = "qp_error",
 };
 
 #define NAME(tab, i) ((i) < sizeof(tab) / sizeof(tab[0]) && tab[i] ? \

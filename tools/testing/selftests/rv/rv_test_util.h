@@ -44,6 +44,8 @@
 	offsetofend(struct rv_query, default_mr_cache_bytes)
 #define RV_ATTACH_MIN_SIZE \
 	offsetofend(struct rv_attach, mr_cache_bytes)
+#define RV_CONN_QUERY_MIN_SIZE \
+	offsetofend(struct rv_conn_query, attempts)
 /* Sizes above this are refused with E2BIG whatever the bytes are. */
 #define RV_MAX_ARG_SIZE		4096
 

@@ -144,7 +144,10 @@ TEST_F(uapi, query)
 		  (1ULL << RV_CMD_CONN_CREATE) |
 		  (1ULL << RV_CMD_CONN_CONNECT) |
 		  (1ULL << RV_CMD_CONN_QUERY) |
-		  (1ULL << RV_CMD_CONN_DESTROY),
+		  (1ULL << RV_CMD_CONN_DESTROY) |
+		  (1ULL << RV_CMD_POST_WRITE) |
+		  (1ULL << RV_CMD_POST_WRITES) |
+		  (1ULL << RV_CMD_STATS),
 		  q->cmd_mask);
 	EXPECT_EQ(0, q->attach_flags);
 	EXPECT_EQ(RV_MAX_CONN_PER_NODE, q->max_conn_per_node);
@@ -166,7 +169,7 @@ TEST_F(uapi, query)
 	/* Connection parameters, in the ranges the module enforces. */
 	EXPECT_LE(1, q->cm_port);
 	EXPECT_GE(65535, q->cm_port);
-	EXPECT_LE(256, q->conn_wqe_budget);
+	EXPECT_LE(RV_MAX_CONN_PER_NODE, q->conn_wqe_budget);
 	EXPECT_GE(16384, q->conn_wqe_budget);
 	EXPECT_LE(1, q->conn_timeout_ms);
 	EXPECT_GE(RV_CONN_TIMEOUT_MAX_MS, q->conn_timeout_ms);
@@ -1195,8 +1198,21 @@ TEST_F(uapi, conn_flags_and_sizes)
 	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
 	buf[sizeof(buf) - 1] = 1;
 	EXPECT_EQ(-E2BIG, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
-	bq->size = sizeof(struct rv_conn_query) - 1;
+	/*
+	 * The data path counters were appended: the first release's 64
+	 * bytes are still accepted, and nothing past them is written back.
+	 */
+	memset(buf, SENTINEL, sizeof(buf));
+	bq->size = RV_CONN_QUERY_MIN_SIZE - 1;
+	bq->flags = 0;
+	bq->handle = h;
+	bq->timeout_ms = 0;
 	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
+	bq->size = RV_CONN_QUERY_MIN_SIZE;
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_QUERY, bq));
+	EXPECT_EQ(RV_CONN_STATE_IDLE, bq->state);
+	EXPECT_EQ(SENTINEL, buf[RV_CONN_QUERY_MIN_SIZE]);
+	EXPECT_EQ(SENTINEL, buf[sizeof(struct rv_conn_query) - 1]);
 	/* The handle still works after all the refusals. */
 	EXPECT_EQ(0, conn_query(fd, h, 0, 0, &q));
 	EXPECT_EQ(RV_CONN_STATE_IDLE, q.state);
@@ -1435,6 +1451,276 @@ TEST_F(uapi, conn_fork_eperm)
 		_exit(conn_create(fd, NOWHERE_IP, NULL) == -EPERM &&
 		      conn_query(fd, h, 0, 0, &q) == -EPERM &&
 		      conn_simple(fd, RV_IOCTL_CONN_DESTROY, h, 0) == -EPERM ?
+		      0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fd);
+}
+
+/* ---- data path: argument checks that need no remote node ----------------- */
+
+static int post_write(int fd, const struct rv_write *w, uint32_t flags)
+{
+	struct rv_post_write p = { .size = sizeof(p), .flags = flags };
+
+	p.write = *w;
+	return rv_ioc(fd, RV_IOCTL_POST_WRITE, &p);
+}
+
+static int post_writes(int fd, const void *writes, uint32_t count,
+		       uint32_t entry_size, uint32_t flags,
+		       struct rv_post_writes *out)
+{
+	struct rv_post_writes p = {
+		.size = sizeof(p), .flags = flags,
+		.writes = (uintptr_t)writes, .count = count,
+		.entry_size = entry_size,
+	};
+	int ret = rv_ioc(fd, RV_IOCTL_POST_WRITES, &p);
+
+	if (out)
+		*out = p;
+	return ret;
+}
+
+static int get_stats(int fd, struct rv_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	return rv_ioc(fd, RV_IOCTL_STATS, st);
+}
+
+/* A zero-length write (just the immediate) on @handle: valid but for state. */
+static void imm_write(struct rv_write *w, uint32_t handle)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = 0x1122334455667788ULL;
+	w->conn_handle = handle;
+	w->imm = 0x12345678;
+}
+
+/* An attached file with gid 0 (no connection needed); -1 and SKIP if none. */
+static int plain_attach(struct __test_metadata *_metadata, int dev_index)
+{
+	struct rv_attach a;
+	int fd, ret;
+
+	rv_attach_init(&a, dev_index, 8);
+	fd = attach_new(&a, &ret);
+	EXPECT_EQ(0, ret);
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+TEST_F(uapi, data_need_attach)
+{
+	struct rv_write w[1];
+	struct rv_stats st;
+
+	NEED_RV();
+	imm_write(&w[0], 1);
+	EXPECT_EQ(-ENOTCONN, post_write(self->fd, &w[0], 0));
+	EXPECT_EQ(-ENOTCONN, post_writes(self->fd, w, 1, sizeof(w[0]), 0,
+					 NULL));
+	EXPECT_EQ(-ENOTCONN, get_stats(self->fd, &st));
+}
+
+/* Flags, sizes and unknown handles; nothing is ever posted. */
+TEST_F(uapi, post_write_args)
+{
+	uint8_t buf[sizeof(struct rv_post_write) + 8]
+		__attribute__((aligned(8)));
+	struct rv_post_write *bp = (struct rv_post_write *)buf;
+	struct rv_write w;
+	struct rv_stats st;
+	unsigned int bit;
+	int fd, fd2, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	fd2 = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	ASSERT_LE(0, fd2);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+
+	imm_write(&w, h);
+	for (bit = 0; bit < 32; bit++)
+		EXPECT_EQ(-EINVAL, post_write(fd, &w, 1U << bit))
+			TH_LOG("flag bit %u", bit);
+	/* Too small; a newer struct's tail, zero (known state) or not. */
+	memset(buf, 0, sizeof(buf));
+	bp->write = w;
+	bp->size = sizeof(*bp) - 4;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_POST_WRITE, bp));
+	bp->size = sizeof(buf);
+	buf[sizeof(buf) - 1] = 1;
+	EXPECT_EQ(-E2BIG, rv_ioc(fd, RV_IOCTL_POST_WRITE, bp));
+	buf[sizeof(buf) - 1] = 0;
+	/* The connection was never connected: EPIPE, nothing queued. */
+	EXPECT_EQ(-EPIPE, rv_ioc(fd, RV_IOCTL_POST_WRITE, bp));
+	EXPECT_EQ(-EPIPE, post_write(fd, &w, 0));
+
+	/* Unknown connection handles, including another file's. */
+	w.conn_handle = 0;
+	EXPECT_EQ(-ENOENT, post_write(fd, &w, 0));
+	w.conn_handle = h + 1;
+	EXPECT_EQ(-ENOENT, post_write(fd, &w, 0));
+	w.conn_handle = UINT32_MAX;
+	EXPECT_EQ(-ENOENT, post_write(fd, &w, 0));
+	w.conn_handle = h;
+	EXPECT_EQ(-ENOENT, post_write(fd2, &w, 0));
+
+	/* Refused posts are not posts. */
+	ASSERT_EQ(0, get_stats(fd, &st));
+	EXPECT_EQ(0, st.writes_posted);
+	EXPECT_EQ(0, st.bytes_posted);
+	EXPECT_EQ(0, st.inflight);
+	EXPECT_EQ(0, st.posts_eagain);
+	close(fd2);
+	close(fd);
+}
+
+TEST_F(uapi, post_writes_args)
+{
+	struct rv_write w[2];
+	struct rv_post_writes out;
+	struct rv_stats st;
+	unsigned int bit;
+	long page = sysconf(_SC_PAGESIZE);
+	void *none;
+	int fd, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+	imm_write(&w[0], h);
+	imm_write(&w[1], h);
+
+	for (bit = 0; bit < 32; bit++)
+		EXPECT_EQ(-EINVAL, post_writes(fd, w, 1, sizeof(w[0]),
+					       1U << bit, NULL))
+			TH_LOG("flag bit %u", bit);
+	/* count 0 and count above the limit */
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, 0, sizeof(w[0]), 0, NULL));
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, RV_MAX_POST_WRITES + 1,
+				       sizeof(w[0]), 0, NULL));
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, UINT32_MAX, sizeof(w[0]), 0,
+				       NULL));
+	/* entry_size must be exactly this header's struct rv_write */
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, 1, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, 1, sizeof(w[0]) - 8, 0, NULL));
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, 1, sizeof(w[0]) + 8, 0, NULL));
+	EXPECT_EQ(-EINVAL, post_writes(fd, w, 1, sizeof(w[0]) + 1, 0, NULL));
+
+	/* The array is unreadable: EFAULT, not a crash nor a partial post. */
+	none = mmap(NULL, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(none != MAP_FAILED);
+	EXPECT_EQ(-EFAULT, post_writes(fd, NULL, 1, sizeof(w[0]), 0, NULL));
+	EXPECT_EQ(-EFAULT, post_writes(fd, none, 1, sizeof(w[0]), 0, NULL));
+	EXPECT_EQ(0, munmap(none, page));
+	EXPECT_EQ(-EFAULT, post_writes(fd, none, 1, sizeof(w[0]), 0, NULL));
+
+	/* The first write fails: the call fails with its errno. */
+	w[0].conn_handle = h + 1;
+	EXPECT_EQ(-ENOENT, post_writes(fd, w, 2, sizeof(w[0]), 0, &out));
+	w[0].conn_handle = h;
+	EXPECT_EQ(-EPIPE, post_writes(fd, w, 2, sizeof(w[0]), 0, &out));
+
+	ASSERT_EQ(0, get_stats(fd, &st));
+	EXPECT_EQ(0, st.writes_posted);
+	EXPECT_EQ(0, st.inflight);
+	close(fd);
+}
+
+/* Fresh counters are zero, in STATS and in CONN_QUERY. */
+TEST_F(uapi, stats_zero_after_attach)
+{
+	uint8_t buf[sizeof(struct rv_stats) + 8] __attribute__((aligned(8)));
+	struct rv_stats *bs = (struct rv_stats *)buf;
+	struct rv_conn_query q;
+	struct rv_stats st;
+	unsigned int bit;
+	int fd, h;
+
+	NEED_DEV();
+	fd = conn_attach(_metadata, self->dev_index, NULL, NULL);
+	NEED_IPV4_GID(fd);
+
+	memset(&st, 0xff, sizeof(st));
+	ASSERT_EQ(0, get_stats(fd, &st));
+	EXPECT_EQ(sizeof(st), st.size);
+	EXPECT_EQ(0, st.writes_posted);
+	EXPECT_EQ(0, st.bytes_posted);
+	EXPECT_EQ(0, st.writes_completed);
+	EXPECT_EQ(0, st.writes_failed);
+	EXPECT_EQ(0, st.posts_eagain);
+	EXPECT_EQ(0, st.recvs);
+	EXPECT_EQ(0, st.bytes_received);
+	EXPECT_EQ(0, st.ring_overflows);
+	EXPECT_EQ(0, st.inflight);
+	EXPECT_EQ(0, st.rsvd);
+
+	for (bit = 0; bit < 32; bit++) {
+		memset(&st, 0, sizeof(st));
+		st.size = sizeof(st);
+		st.flags = 1U << bit;
+		EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_STATS, &st));
+	}
+	memset(buf, 0, sizeof(buf));
+	bs->size = sizeof(*bs) - 8;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_STATS, bs));
+	bs->size = sizeof(buf);
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_STATS, bs));
+	buf[sizeof(buf) - 1] = 1;
+	EXPECT_EQ(-E2BIG, rv_ioc(fd, RV_IOCTL_STATS, bs));
+
+	h = conn_create(fd, NOWHERE_IP, NULL);
+	ASSERT_LT(0, h);
+	ASSERT_EQ(0, conn_query(fd, h, 0, 0, &q));
+	EXPECT_EQ(0, q.writes_posted);
+	EXPECT_EQ(0, q.bytes_posted);
+	EXPECT_EQ(0, q.writes_completed);
+	EXPECT_EQ(0, q.writes_failed);
+	EXPECT_EQ(0, q.recvs);
+	EXPECT_EQ(0, q.bytes_received);
+	EXPECT_EQ(0, q.drops_no_slot);
+	EXPECT_EQ(0, q.drops_ring_full);
+	EXPECT_EQ(0, q.recv_errors);
+	EXPECT_EQ(0, q.inflight);
+	TH_LOG("max_segment before connecting: %u", q.max_segment);
+	close(fd);
+}
+
+/*
+ * A forked child may read the stats of the file it inherited (documented)
+ * but not post on it.
+ */
+TEST_F(uapi, data_fork)
+{
+	pid_t pid;
+	int fd, status;
+
+	NEED_DEV();
+	fd = plain_attach(_metadata, self->dev_index);
+	ASSERT_LE(0, fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rv_write w[1];
+		struct rv_stats st;
+
+		imm_write(&w[0], 1);
+		_exit(post_write(fd, &w[0], 0) == -EPERM &&
+		      post_writes(fd, w, 1, sizeof(w[0]), 0, NULL) == -EPERM &&
+		      get_stats(fd, &st) == 0 && st.writes_posted == 0 ?
 		      0 : 1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

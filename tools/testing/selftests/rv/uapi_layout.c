@@ -151,13 +151,63 @@
 	F(rv_conn_query, role)				\
 	F(rv_conn_query, handles)			\
 	F(rv_conn_query, rejects)			\
-	F(rv_conn_query, attempts)
+	F(rv_conn_query, attempts)			\
+	F(rv_conn_query, writes_posted)			\
+	F(rv_conn_query, bytes_posted)			\
+	F(rv_conn_query, writes_completed)		\
+	F(rv_conn_query, writes_failed)			\
+	F(rv_conn_query, recvs)				\
+	F(rv_conn_query, bytes_received)		\
+	F(rv_conn_query, drops_no_slot)			\
+	F(rv_conn_query, drops_ring_full)		\
+	F(rv_conn_query, recv_errors)			\
+	F(rv_conn_query, inflight)			\
+	F(rv_conn_query, max_segment)
 
 #define RV_CONN_DESTROY_FIELDS(F)			\
 	F(rv_conn_destroy, size)			\
 	F(rv_conn_destroy, flags)			\
 	F(rv_conn_destroy, handle)			\
 	F(rv_conn_destroy, handles)
+
+#define RV_WRITE_FIELDS(F)				\
+	F(rv_write, wr_id)				\
+	F(rv_write, local_addr)				\
+	F(rv_write, remote_addr)			\
+	F(rv_write, length)				\
+	F(rv_write, conn_handle)			\
+	F(rv_write, mr_handle)				\
+	F(rv_write, rkey)				\
+	F(rv_write, imm)
+
+/* @write is a struct rv_write: its own entry covers the inner layout. */
+#define RV_POST_WRITE_FIELDS(F)				\
+	F(rv_post_write, size)				\
+	F(rv_post_write, flags)				\
+	F(rv_post_write, write)
+
+#define RV_POST_WRITES_FIELDS(F)			\
+	F(rv_post_writes, size)				\
+	F(rv_post_writes, flags)			\
+	F(rv_post_writes, writes)			\
+	F(rv_post_writes, count)			\
+	F(rv_post_writes, entry_size)			\
+	F(rv_post_writes, posted)			\
+	F(rv_post_writes, error)
+
+#define RV_STATS_FIELDS(F)				\
+	F(rv_stats, size)				\
+	F(rv_stats, flags)				\
+	F(rv_stats, writes_posted)			\
+	F(rv_stats, bytes_posted)			\
+	F(rv_stats, writes_completed)			\
+	F(rv_stats, writes_failed)			\
+	F(rv_stats, posts_eagain)			\
+	F(rv_stats, recvs)				\
+	F(rv_stats, bytes_received)			\
+	F(rv_stats, ring_overflows)			\
+	F(rv_stats, inflight)				\
+	F(rv_stats, rsvd)
 
 #define RV_STRUCTS(S)					\
 	S(rv_query, RV_QUERY_FIELDS)			\
@@ -171,7 +221,11 @@
 	S(rv_conn_create, RV_CONN_CREATE_FIELDS)	\
 	S(rv_conn_connect, RV_CONN_CONNECT_FIELDS)	\
 	S(rv_conn_query, RV_CONN_QUERY_FIELDS)		\
-	S(rv_conn_destroy, RV_CONN_DESTROY_FIELDS)
+	S(rv_conn_destroy, RV_CONN_DESTROY_FIELDS)	\
+	S(rv_write, RV_WRITE_FIELDS)			\
+	S(rv_post_write, RV_POST_WRITE_FIELDS)		\
+	S(rv_post_writes, RV_POST_WRITES_FIELDS)	\
+	S(rv_stats, RV_STATS_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))

@@ -1,0 +1,1926 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_write_test - the data path across nodes: RDMA WRITE with immediate
+ * through rv's shared connections, driven by vm/write.sh on every node.
+ *
+ *   rv_write_test -m MODE -D DIR -k KEY -N NODE -P PROCS [-b BYTES]
+ *                 [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN]
+ *                 [-T SECONDS] IP...
+ *
+ * IP... are the addresses of all nodes, in node order; NODE is this one.
+ * The program forks PROCS ranks (rank id = NODE * PROCS + proc), each
+ * attached to job KEY (errors mode: odd procs use the job KEY"b").  Ranks
+ * meet through files in DIR, the run's output directory that every VM
+ * shares: "info" files carry a rank's slot, receive buffer address, rkey
+ * and seed, barrier files mark progress.  Every wait is bounded by
+ * SECONDS (default 180): a timeout is a failure, never a hang.
+ *
+ * Modes:
+ *  stream  every rank writes to every rank of the other nodes: random
+ *          sizes (log-uniform, 0 B to 2^MAXEXP, BYTES per rank pair), plus
+ *          the -B sizes from proc 0 to proc 0 (e.g. 16 MiB, split by the
+ *          kernel), or COUNT writes of SIZE with -F/-C.  The data is a
+ *          keyed pattern of its position in the destination buffer, so a
+ *          byte landing anywhere else is caught; every byte is checked on
+ *          its RECV event and again at the end with the guard bytes
+ *          between messages.  Every SEND and RECV event must come exactly
+ *          once with the right wr_id / imm / bytes / conn_id / generation,
+ *          and rv_stats and CONN_QUERY counters must equal what was done.
+ *  eagain  stream, but rv must have refused some posts with EAGAIN (load
+ *          rv with a small conn_wqe_budget), in-flight writes must stay
+ *          within the send queues, and the stream must still complete.
+ *  errors  2 nodes x 2 procs.  Job A (proc 0): post-time errors on a
+ *          connected connection, then a bad rkey, remote ranges outside
+ *          the remote MR, and a remote MR munmapped mid-stream: each gives
+ *          an error SEND event, and a clean write on the same connection
+ *          succeeds afterwards.  Job B (proc 1): a verified stream over
+ *          its own connection at the same time, and another after job A's
+ *          errors: unaffected.
+ *  ring    2 nodes x 3 procs; node0 proc 0 sends, node1 receives: ring
+ *          overflow of a 64-entry ring that is not reaped (header and
+ *          rv_stats overflows, CONN_QUERY drops_ring_full), poll() woken
+ *          by a RECV, and writes to a slot nobody holds (drops_no_slot,
+ *          delivered to nobody, receives reposted).
+ *
+ * Output: one line per check, "check PASS name" or "check FAIL name: why"
+ * (write.sh turns them into TAP), "#" lines are diagnostics.  Exit status
+ * 0 when every check passed, 1 otherwise, 4 (skip) without rv or a device.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rv_test_util.h"
+
+#define MAX_NODES	8
+#define MAX_PROCS	16
+#define MAX_RANKS	(MAX_NODES * MAX_PROCS)
+/*
+ * A stream's immediate, below the slot: stream number (so events a failed
+ * stream left behind are told apart), sender rank, message number.
+ */
+#define SEQ_BITS	16
+#define RANK_BITS	6
+#define TAG_BITS	4
+#define MAX_MSGS	(1U << SEQ_BITS)
+#define GUARD		64		/* sentinel bytes between messages */
+#define SENTINEL	0xa5
+#define EV_BATCH	256
+#define POST_BATCH	64
+
+/* ---- options --------------------------------------------------------- */
+
+static const char *mode = "stream";
+static const char *dir;
+static const char *key;
+static int node = -1, nnodes, procs = 1;
+static struct in_addr ips[MAX_NODES];
+static uint64_t pair_bytes = 1 << 20;
+static unsigned int max_exp = 20;
+static uint64_t bigs[8];
+static int nbigs;
+static uint64_t fixed_size;
+static uint32_t fixed_count;
+static uint32_t num_conn;
+static int timeout_s = 180;
+
+/* ---- per rank -------------------------------------------------------- */
+
+struct ctx {
+	struct rv *rv;
+	int proc, id, slot;
+	unsigned int slot_bits;
+	char key[RV_JOB_KEY_MAX + 1];
+	int conn[MAX_NODES];		/* handle per remote node, 0: none */
+	uint32_t conn_id[MAX_NODES];
+	uint64_t generation[MAX_NODES];
+	struct rv_conn_create cc[MAX_NODES];
+	uint32_t max_segment;
+	uint64_t deadline_ms;
+	int failures, checks;
+	uint8_t *ring_buf;		/* ring mode: the poll write lands here */
+};
+
+static struct ctx C;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool expired(void)
+{
+	return now_ms() > C.deadline_ms;
+}
+
+/* One line with one write(2): ranks share stdout and must not interleave. */
+static void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(1, line, n) < 0)
+		_exit(1);
+}
+
+#define diag(fmt, ...) out("# n%d.p%d: " fmt, node, C.proc, ##__VA_ARGS__)
+
+/* A check: named n<node>.p<proc>.<name> so write.sh's TAP names are unique. */
+static bool __attribute__((format(printf, 3, 4)))
+check(bool ok, const char *name, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	C.checks++;
+	if (ok) {
+		out("check PASS n%d.p%d.%s", node, C.proc, name);
+		return true;
+	}
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	C.failures++;
+	out("check FAIL n%d.p%d.%s: %s", node, C.proc, name, why);
+	return false;
+}
+
+/* ---- the pattern ----------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* Region bytes are words mix64(seed + word index): a function of position. */
+static void pat_fill(uint8_t *base, uint64_t len, uint64_t seed)
+{
+	uint64_t i, w;
+
+	for (i = 0; i < len / 8; i++) {
+		w = mix64(seed + i);
+		memcpy(base + i * 8, &w, 8);
+	}
+	for (i = len & ~7ULL; i < len; i++) {
+		w = mix64(seed + i / 8);
+		base[i] = ((uint8_t *)&w)[i & 7];
+	}
+}
+
+/* First offset in [off, off + len) that differs from the pattern, or -1. */
+static int64_t pat_check(const uint8_t *base, uint64_t off, uint64_t len,
+			 uint64_t seed)
+{
+	uint64_t o = off, end = off + len, w;
+
+	while (o < end) {
+		if (!(o & 7) && end - o >= 8) {
+			w = mix64(seed + o / 8);
+			if (memcmp(base + o, &w, 8))
+				break;
+			o += 8;
+			continue;
+		}
+		w = mix64(seed + o / 8);
+		if (base[o] != ((uint8_t *)&w)[o & 7])
+			return (int64_t)o;
+		o++;
+	}
+	while (o < end) {	/* locate the byte inside the bad word */
+		w = mix64(seed + o / 8);
+		if (base[o] != ((uint8_t *)&w)[o & 7])
+			return (int64_t)o;
+		o++;
+	}
+	return -1;
+}
+
+static int64_t sentinel_check(const uint8_t *p, uint64_t off, uint64_t len)
+{
+	uint64_t i;
+
+	for (i = off; i < off + len; i++)
+		if (p[i] != SENTINEL)
+			return (int64_t)i;
+	return -1;
+}
+
+/* ---- files in the shared directory ------------------------------------ */
+
+static void path_of(char *p, size_t n, const char *name)
+{
+	snprintf(p, n, "%s/%s.%s", dir, key, name);
+}
+
+/* Written whole or not at all: readers on other nodes poll for it. */
+static void publish(const char *name, const char *text)
+{
+	char p[512], tmp[600];
+	FILE *f;
+
+	path_of(p, sizeof(p), name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", p, getpid());
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, p)) {
+		diag("publish %s: %s", p, strerror(errno));
+		exit(1);
+	}
+}
+
+/* Wait (bounded) for a published file and read it; false on timeout. */
+static bool fetch(const char *name, char *buf, size_t n)
+{
+	char p[512];
+	size_t got;
+	FILE *f;
+
+	path_of(p, sizeof(p), name);
+	for (;;) {
+		f = fopen(p, "r");
+		if (f) {
+			got = fread(buf, 1, n - 1, f);
+			fclose(f);
+			buf[got] = 0;
+			return true;
+		}
+		if (expired()) {
+			diag("timed out waiting for %s", p);
+			return false;
+		}
+		usleep(50000);
+	}
+}
+
+static bool exists(const char *name)
+{
+	char p[512];
+
+	path_of(p, sizeof(p), name);
+	return !access(p, F_OK);
+}
+
+/* All ranks in @ranks (a bitmap) reached @name; this rank too. */
+static bool barrier(const char *name, const bool *ranks)
+{
+	char f[256], buf[16];
+	int r;
+
+	snprintf(f, sizeof(f), "bar.%s.%d", name, C.id);
+	publish(f, "x\n");
+	for (r = 0; r < nnodes * procs; r++) {
+		if (!ranks[r])
+			continue;
+		snprintf(f, sizeof(f), "bar.%s.%d", name, r);
+		if (!fetch(f, buf, sizeof(buf))) {
+			check(false, name, "barrier timed out waiting for rank %d", r);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool all_ranks[MAX_RANKS];
+
+/* ---- rv setup ------------------------------------------------------- */
+
+static int rank_node(int r)
+{
+	return r / procs;
+}
+
+static int attach(uint32_t ring_entries)
+{
+	struct rv_attach a;
+	int idx, gid, ret;
+
+	idx = rv_device_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (idx < 0 || gid < 0) {
+		diag("no device %s or no IPv4 RoCE v2 GID", rv_test_ibdev());
+		return 4;
+	}
+	ret = rv_open(&C.rv, 0);
+	if (ret) {
+		diag("rv_open: %s", strerror(-ret));
+		return ret == -ENOENT ? 4 : 1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.dev_index = idx;
+	a.port_num = RV_TEST_PORT;
+	a.gid_index = gid;
+	a.num_conn = num_conn;
+	a.ring_entries = ring_entries;
+	a.job_key_len = strlen(C.key);
+	memcpy(a.job_key, C.key, a.job_key_len);
+	ret = rv_attach(C.rv, &a);
+	if (!check(ret >= 0, "attach", "rv_attach: %s", strerror(-ret)))
+		return 1;
+	C.slot = ret;
+	C.slot_bits = a.slot_bits;
+	check(rv_slot_bits(C.rv) == (int)a.slot_bits, "slot-bits",
+	      "rv_slot_bits %d, attach said %u", rv_slot_bits(C.rv),
+	      a.slot_bits);
+	num_conn = a.num_conn;
+	if (!check(a.slot_bits + TAG_BITS + RANK_BITS + SEQ_BITS <= 32 &&
+		   nnodes * procs <= 1 << RANK_BITS,
+		   "imm-room", "%d ranks do not fit beside slot_bits %u",
+		   nnodes * procs, a.slot_bits))
+		return 1;
+	return 0;
+}
+
+/* Create and connect to remote node @n (once), wait until CONNECTED. */
+static bool connect_node(int n)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rv_conn_query q;
+	char name[64];
+	int h, ret;
+
+	if (C.conn[n])
+		return true;
+	sin.sin_addr = ips[n];
+	h = rv_conn_create(C.rv, (struct sockaddr *)&sin, sizeof(sin),
+			   &C.cc[n]);
+	snprintf(name, sizeof(name), "conn-create-node%d", n);
+	if (h <= 0)
+		return check(false, name, "rv_conn_create: %s", strerror(-h));
+	C.conn[n] = h;
+	C.conn_id[n] = C.cc[n].conn_id;
+	ret = rv_conn_connect(C.rv, h, 60000);
+	snprintf(name, sizeof(name), "conn-connect-node%d", n);
+	if (ret)
+		return check(false, name, "rv_conn_connect: %s", strerror(-ret));
+	snprintf(name, sizeof(name), "connected-node%d", n);
+	ret = rv_conn_wait(C.rv, h, 90000, &q);
+	if (!check(ret == RV_CONN_STATE_CONNECTED && q.connected == q.num_conn,
+		   name, "wait: %d state %u reason %u connected %u/%u", ret,
+		   q.state, q.reason, q.connected, q.num_conn))
+		return false;
+	C.generation[n] = q.generation;
+	if (!C.max_segment)
+		C.max_segment = q.max_segment;
+	check(q.max_segment > 0 && q.max_segment == C.max_segment,
+	      "max-segment", "node%d: %u (first conn %u)", n, q.max_segment,
+	      C.max_segment);
+	return true;
+}
+
+static int node_of_conn_id(uint32_t id)
+{
+	int n;
+
+	for (n = 0; n < nnodes; n++)
+		if (C.conn[n] && C.conn_id[n] == id)
+			return n;
+	return -1;
+}
+
+/* Bytes the receiver's RECV event reports for a write of @len. */
+static uint64_t recv_bytes(uint64_t len)
+{
+	uint64_t ms = C.max_segment;
+
+	if (!ms || len <= ms)
+		return len;
+	return len - (len - 1) / ms * ms;
+}
+
+static void *map_buf(uint64_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		diag("mmap %llu: %s", (unsigned long long)len, strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+/* Take up to @max events, sleeping at most @wait_ms when none is pending. */
+static int reap(struct rv_event *ev, int max, int wait_ms)
+{
+	int n = rv_poll_events(C.rv, ev, max);
+
+	if (n == 0 && wait_ms) {
+		rv_wait_events(C.rv, wait_ms);
+		n = rv_poll_events(C.rv, ev, max);
+	}
+	if (n < 0) {
+		check(false, "poll-events", "rv_poll_events: %s", strerror(-n));
+		exit(1);
+	}
+	return n;
+}
+
+/* ---- the stream ------------------------------------------------------ */
+
+struct msg {
+	uint64_t off, len;
+};
+
+struct plan {
+	struct msg *m;
+	uint32_t n;
+	uint64_t region;	/* bytes, guards included, multiple of 8 */
+	uint64_t bytes;		/* data bytes */
+};
+
+/* Kinds of non-fatal stream errors (stream_note()). */
+enum { NOTE_SEND_STATUS, NOTE_SEND_FIELDS, NOTE_RECV_FIELDS, NOTE_RECV_DATA,
+       NOTES };
+
+/* A destination of this rank's writes. */
+struct dst {
+	int rank, node, slot;
+	uint64_t raddr, seed;
+	uint32_t rkey;
+	struct plan plan;
+	uint8_t *buf;
+	int mr;
+	uint32_t next;		/* next message to post */
+	uint8_t *done;		/* SEND event seen, per message */
+	uint32_t ndone;
+};
+
+/* A source of writes to this rank. */
+struct src {
+	int rank, node;
+	uint64_t off, seed;
+	struct plan plan;
+	uint8_t *seen;		/* RECV event seen, per message */
+	uint32_t nseen;
+	uint64_t ev_bytes;
+};
+
+struct stream {
+	const char *tag;
+	struct dst d[MAX_RANKS];
+	struct src s[MAX_RANKS];
+	int nd, ns;
+	uint8_t *rbuf;
+	uint64_t rlen;
+	int rmr;
+	/* what this rank did, for the counters */
+	uint64_t posted, posted_bytes, completed, failed, recvs, recv_bytes;
+	uint64_t sent_node[MAX_NODES], sent_bytes_node[MAX_NODES];
+	uint64_t recv_node[MAX_NODES], recv_bytes_node[MAX_NODES];
+	uint64_t eagain_full, partial;
+	uint32_t max_inflight_seen;
+	bool broken;
+	bool blocked;		/* the last post was refused: wait for events */
+	uint32_t notes[NOTES];	/* non-fatal errors, by kind */
+	uint32_t stale;		/* events of an earlier stream */
+};
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ULL;
+	return mix64(*s);
+}
+
+/* The messages of one (sender, receiver) pair: both sides compute it. */
+static void make_plan(struct plan *p, uint64_t seed, bool with_bigs)
+{
+	uint64_t rng = seed, off = 0, len, total = 0;
+	uint32_t cap = 64, i;
+
+	p->m = calloc(cap, sizeof(*p->m));
+	p->n = 0;
+	for (i = 0;; i++) {
+		if (fixed_size) {
+			if (i >= fixed_count)
+				break;
+			len = fixed_size;
+		} else if (with_bigs && i < (uint32_t)nbigs) {
+			len = bigs[i];
+		} else {
+			unsigned int e = rng_next(&rng) % (max_exp + 1);
+
+			/* one in 32 is immediate-only */
+			if (rng_next(&rng) % 32 == 0)
+				len = 0;
+			else
+				len = 1 + rng_next(&rng) % (1ULL << e);
+			if (total + len > pair_bytes || p->n >= MAX_MSGS - 1)
+				break;
+		}
+		if (p->n == cap) {
+			cap *= 2;
+			p->m = realloc(p->m, cap * sizeof(*p->m));
+		}
+		off += GUARD;
+		p->m[p->n].off = off;
+		p->m[p->n].len = len;
+		p->n++;
+		total += len;
+		off = (off + len + 7) & ~7ULL;
+	}
+	p->region = off + GUARD;
+	p->bytes = total;
+}
+
+static uint64_t pair_seed(uint64_t rseed, int sender)
+{
+	return mix64(rseed ^ mix64(0x5eed0000ULL + sender));
+}
+
+static bool is_peer(int r, bool same_proc)
+{
+	return rank_node(r) != node && (!same_proc || r % procs == C.proc);
+}
+
+/*
+ * Receive side setup: plans of every sender, one buffer for all of them,
+ * registered for remote write, announced in the info file.
+ */
+static bool stream_publish(struct stream *st, bool same_proc)
+{
+	char text[8192], name[128];
+	uint64_t myseed;
+	size_t o;
+	int r, ret;
+
+	rv_random_key((uint8_t *)&myseed, sizeof(myseed));
+	st->rlen = 0;
+	for (r = 0; r < nnodes * procs; r++) {
+		struct src *s;
+
+		if (!is_peer(r, same_proc))
+			continue;
+		s = &st->s[st->ns++];
+		s->rank = r;
+		s->node = rank_node(r);
+		s->seed = pair_seed(myseed, r);
+		make_plan(&s->plan, s->seed, r % procs == 0 && C.proc == 0);
+		s->off = st->rlen;
+		st->rlen += s->plan.region;
+		s->seen = calloc(s->plan.n + 1, 1);
+	}
+	st->rbuf = map_buf(st->rlen);
+	memset(st->rbuf, SENTINEL, st->rlen);
+	struct rv_reg_mem rm;
+
+	ret = rv_reg_mem(C.rv, st->rbuf, st->rlen ? st->rlen : 1,
+			 RV_ACCESS_REMOTE_WRITE, &rm);
+	if (!check(ret > 0, "reg-recv-buffer", "rv_reg_mem %llu: %s",
+		   (unsigned long long)st->rlen, strerror(-ret)))
+		return false;
+	st->rmr = ret;
+	o = snprintf(text, sizeof(text), "slot %d iova %llx rkey %x seed %llx\n",
+		     C.slot, (unsigned long long)rm.iova, rm.rkey,
+		     (unsigned long long)myseed);
+	for (r = 0; r < st->ns; r++)
+		o += snprintf(text + o, sizeof(text) - o, "region %d %llx\n",
+			      st->s[r].rank,
+			      (unsigned long long)st->s[r].off);
+	snprintf(name, sizeof(name), "%s.info.%d", st->tag, C.id);
+	publish(name, text);
+	return true;
+}
+
+/* Send side setup: read each destination's info, build and register data. */
+static bool stream_prepare(struct stream *st, bool same_proc)
+{
+	char text[8192], name[128], *l;
+	unsigned long long iova, seed, off;
+	int r, ret, rr;
+	unsigned int rkey;
+
+	for (r = 0; r < nnodes * procs; r++) {
+		struct dst *d;
+		bool found = false;
+
+		if (!is_peer(r, same_proc))
+			continue;
+		d = &st->d[st->nd++];
+		d->rank = r;
+		d->node = rank_node(r);
+		snprintf(name, sizeof(name), "%s.info.%d", st->tag, r);
+		if (!fetch(name, text, sizeof(text)))
+			return check(false, "peer-info", "rank %d", r);
+		if (sscanf(text, "slot %d iova %llx rkey %x seed %llx",
+			   &d->slot, &iova, &rkey, &seed) != 4)
+			return check(false, "peer-info", "rank %d: bad info", r);
+		for (l = strchr(text, '\n'); l && *++l; l = strchr(l, '\n'))
+			if (sscanf(l, "region %d %llx", &rr, &off) == 2 &&
+			    rr == C.id) {
+				found = true;
+				break;
+			}
+		if (!found)
+			return check(false, "peer-info", "rank %d: no region", r);
+		d->rkey = rkey;
+		d->seed = pair_seed(seed, C.id);
+		d->raddr = iova + off;
+		make_plan(&d->plan, d->seed, C.proc == 0 && r % procs == 0);
+		d->buf = map_buf(d->plan.region);
+		pat_fill(d->buf, d->plan.region, d->seed);
+		d->done = calloc(d->plan.n + 1, 1);
+		ret = rv_reg_mem(C.rv, d->buf, d->plan.region,
+				 RV_ACCESS_LOCAL_WRITE, NULL);
+		if (!check(ret > 0, "reg-send-buffer", "rv_reg_mem: %s",
+			   strerror(-ret)))
+			return false;
+		d->mr = ret;
+		if (!connect_node(d->node))
+			return false;
+	}
+	return true;
+}
+
+static uint32_t imm_user(uint32_t tag, int sender, uint32_t seq)
+{
+	return (tag << RANK_BITS | (uint32_t)sender) << SEQ_BITS | seq;
+}
+
+static uint32_t st_tag;	/* the current stream's number, 1.. */
+
+static void fill_write(struct rv_write *w, struct dst *d, uint32_t i)
+{
+	const struct msg *m = &d->plan.m[i];
+
+	memset(w, 0, sizeof(*w));
+	w->wr_id = (uint64_t)d->rank << 32 | i;
+	w->conn_handle = C.conn[d->node];
+	w->length = m->len;
+	if (m->len) {
+		w->local_addr = (uintptr_t)(d->buf + m->off);
+		w->mr_handle = d->mr;
+	}
+	w->remote_addr = d->raddr + m->off;
+	w->rkey = d->rkey;
+	w->imm = rv_imm(C.slot_bits, d->slot, imm_user(st_tag, C.id, i));
+}
+
+static struct dst *dst_of(struct stream *st, int rank)
+{
+	int i;
+
+	for (i = 0; i < st->nd; i++)
+		if (st->d[i].rank == rank)
+			return &st->d[i];
+	return NULL;
+}
+
+static struct src *src_of(struct stream *st, int rank)
+{
+	int i;
+
+	for (i = 0; i < st->ns; i++)
+		if (st->s[i].rank == rank)
+			return &st->s[i];
+	return NULL;
+}
+
+/* A fatal error is reported once per stream; the stream then gives up. */
+static void stream_fail(struct stream *st, const char *name, const char *why)
+{
+	if (!st->broken)
+		check(false, name, "%s: %s", st->tag, why);
+	st->broken = true;
+}
+
+/*
+ * A wrong field or wrong data: reported once per kind (the first case),
+ * counted, and the stream goes on so the other checks still run.
+ */
+static void stream_note(struct stream *st, int kind, const char *name,
+			const char *why)
+{
+	if (!st->notes[kind]++)
+		check(false, name, "%s: %s", st->tag, why);
+}
+
+static void on_event(struct stream *st, const struct rv_event *e)
+{
+	char why[256];
+
+	if (e->kind == RV_EVENT_SEND) {
+		struct dst *d = dst_of(st, (int)(e->wr_id >> 32));
+		uint32_t i = (uint32_t)e->wr_id;
+
+		if (!d || i >= d->plan.n || d->done[i]) {
+			snprintf(why, sizeof(why), "SEND wr_id %llx unknown or repeated",
+				 (unsigned long long)e->wr_id);
+			return stream_fail(st, "send-events", why);
+		}
+		d->done[i] = 1;
+		d->ndone++;
+		if (e->status) {
+			st->failed++;
+			snprintf(why, sizeof(why), "wr_id %llx status %u",
+				 (unsigned long long)e->wr_id, e->status);
+			return stream_note(st, NOTE_SEND_STATUS, "send-status", why);
+		}
+		st->completed++;
+		if (e->bytes != d->plan.m[i].len || e->conn_id != C.conn_id[d->node] ||
+		    e->generation != C.generation[d->node] || e->imm) {
+			snprintf(why, sizeof(why),
+				 "wr_id %llx: bytes %u (len %llu) conn_id %u (%u) generation %u (%llu) imm %x",
+				 (unsigned long long)e->wr_id, e->bytes,
+				 (unsigned long long)d->plan.m[i].len, e->conn_id,
+				 C.conn_id[d->node], e->generation,
+				 (unsigned long long)C.generation[d->node], e->imm);
+			return stream_note(st, NOTE_SEND_FIELDS, "send-event-fields",
+					   why);
+		}
+	} else if (e->kind == RV_EVENT_RECV) {
+		uint32_t user = rv_imm_user(C.slot_bits, e->imm);
+		uint32_t seq = user & (MAX_MSGS - 1);
+		uint32_t tag = user >> (SEQ_BITS + RANK_BITS);
+		struct src *s = src_of(st, (int)(user >> SEQ_BITS &
+						 ((1U << RANK_BITS) - 1)));
+		int n = node_of_conn_id(e->conn_id);
+		const struct msg *m;
+		int64_t bad;
+
+		if (tag != st_tag) {
+			/* left behind by an earlier stream that failed */
+			st->stale++;
+			return;
+		}
+		if (rv_imm_slot(C.slot_bits, e->imm) != (uint32_t)C.slot || !s ||
+		    seq >= s->plan.n || s->seen[seq] || n != s->node ||
+		    e->status || e->wr_id) {
+			snprintf(why, sizeof(why),
+				 "RECV imm %x conn_id %u status %u wr_id %llx: wrong slot, unknown, repeated or from the wrong node",
+				 e->imm, e->conn_id, e->status,
+				 (unsigned long long)e->wr_id);
+			return stream_fail(st, "recv-events", why);
+		}
+		s->seen[seq] = 1;
+		s->nseen++;
+		m = &s->plan.m[seq];
+		st->recvs++;
+		st->recv_bytes += e->bytes;
+		st->recv_node[n]++;
+		st->recv_bytes_node[n] += e->bytes;
+		if (e->bytes != recv_bytes(m->len) ||
+		    e->generation != C.generation[n]) {
+			snprintf(why, sizeof(why),
+				 "rank %d seq %u len %llu: bytes %u, expected %llu; generation %u (%llu)",
+				 s->rank, seq, (unsigned long long)m->len, e->bytes,
+				 (unsigned long long)recv_bytes(m->len),
+				 e->generation,
+				 (unsigned long long)C.generation[n]);
+			stream_note(st, NOTE_RECV_FIELDS, "recv-event-fields",
+				    why);
+		}
+		/* The data must be there when the event is. */
+		bad = pat_check(st->rbuf + s->off, m->off, m->len, s->seed);
+		if (bad >= 0) {
+			snprintf(why, sizeof(why),
+				 "rank %d seq %u len %llu: byte %lld of the message differs at RECV time",
+				 s->rank, seq, (unsigned long long)m->len,
+				 (long long)(bad - (int64_t)m->off));
+			return stream_note(st, NOTE_RECV_DATA, "recv-data", why);
+		}
+	} else {
+		snprintf(why, sizeof(why), "event kind %u", e->kind);
+		stream_fail(st, "event-kind", why);
+	}
+}
+
+static bool stream_done(const struct stream *st)
+{
+	int i;
+
+	for (i = 0; i < st->nd; i++)
+		if (st->d[i].ndone < st->d[i].plan.n)
+			return false;
+	for (i = 0; i < st->ns; i++)
+		if (st->s[i].nseen < st->s[i].plan.n)
+			return false;
+	return true;
+}
+
+/* Post what fits, round robin over the destinations; false on a hard error. */
+static bool stream_post(struct stream *st, int *turn)
+{
+	struct rv_write w[POST_BATCH];
+	struct dst *d = NULL;
+	uint32_t i, n = 0;
+	int k, ret;
+
+	for (k = 0; k < st->nd; k++) {
+		d = &st->d[(*turn + k) % st->nd];
+		if (d->next < d->plan.n)
+			break;
+		d = NULL;
+	}
+	(*turn)++;
+	if (!d)
+		return true;
+	for (i = d->next; i < d->plan.n && n < POST_BATCH; i++)
+		fill_write(&w[n++], d, i);
+	/* Every fourth turn goes through the single-write ioctl. */
+	if (*turn % 4 == 0) {
+		ret = rv_post_write(C.rv, &w[0]);
+		ret = ret ? ret : 1;
+	} else {
+		ret = rv_post_writes(C.rv, w, n);
+	}
+	if (ret == -EAGAIN) {
+		st->eagain_full++;
+		st->blocked = true;
+	} else if (ret < 0) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "post to rank %d seq %u: %s",
+			 d->rank, d->next, strerror(-ret));
+		stream_fail(st, "post", why);
+		return false;
+	} else {
+		if ((uint32_t)ret < n && *turn % 4) {
+			st->partial++;
+			st->blocked = true;
+		}
+		for (i = 0; i < (uint32_t)ret; i++) {
+			st->posted++;
+			st->posted_bytes += w[i].length;
+			st->sent_node[d->node]++;
+			st->sent_bytes_node[d->node] += w[i].length;
+		}
+		d->next += ret;
+	}
+	if (ret == -EAGAIN || (ret >= 0 && (uint32_t)ret < n && *turn % 4)) {
+		struct rv_stats s;
+
+		if (!rv_stats(C.rv, &s) && s.inflight > st->max_inflight_seen)
+			st->max_inflight_seen = s.inflight;
+	}
+	return true;
+}
+
+static bool stream_run(struct stream *st)
+{
+	struct rv_event ev[EV_BATCH];
+	int turn = 0, n, i;
+	bool all_posted;
+
+	while (!stream_done(st) && !st->broken) {
+		all_posted = true;
+		for (i = 0; i < st->nd; i++)
+			if (st->d[i].next < st->d[i].plan.n)
+				all_posted = false;
+		st->blocked = false;
+		if (!all_posted && !stream_post(st, &turn))
+			break;
+		/* Sleep rather than spin: rxe needs this VM's CPU. */
+		n = reap(ev, EV_BATCH, all_posted || st->blocked ? 100 : 0);
+		for (i = 0; i < n; i++)
+			on_event(st, &ev[i]);
+		if (expired()) {
+			char why[256];
+			size_t o = 0;
+
+			for (i = 0; i < st->nd && o < sizeof(why); i++)
+				o += snprintf(why + o, sizeof(why) - o,
+					      "to %d: %u/%u/%u ", st->d[i].rank,
+					      st->d[i].ndone, st->d[i].next,
+					      st->d[i].plan.n);
+			for (i = 0; i < st->ns && o < sizeof(why); i++)
+				o += snprintf(why + o, sizeof(why) - o,
+					      "from %d: %u/%u ", st->s[i].rank,
+					      st->s[i].nseen, st->s[i].plan.n);
+			stream_fail(st, "timeout", why);
+			break;
+		}
+	}
+	return !st->broken;
+}
+
+/* After the stream: the buffer holds exactly the messages, guards intact. */
+static void stream_verify(struct stream *st)
+{
+	int64_t bad = -1;
+	uint64_t prev;
+	uint32_t i;
+	int k;
+	char why[256] = "";
+
+	for (k = 0; k < st->ns && bad < 0; k++) {
+		struct src *s = &st->s[k];
+		uint8_t *base = st->rbuf + s->off;
+
+		prev = 0;
+		for (i = 0; i < s->plan.n && bad < 0; i++) {
+			const struct msg *m = &s->plan.m[i];
+
+			bad = sentinel_check(base, prev, m->off - prev);
+			if (bad >= 0) {
+				snprintf(why, sizeof(why),
+					 "from rank %d: guard byte %lld before seq %u overwritten",
+					 s->rank, (long long)bad, i);
+				break;
+			}
+			bad = pat_check(base, m->off, m->len, s->seed);
+			if (bad >= 0)
+				snprintf(why, sizeof(why),
+					 "from rank %d seq %u: byte %lld differs at the end",
+					 s->rank, i, (long long)bad);
+			prev = m->off + m->len;
+		}
+		if (bad < 0) {
+			bad = sentinel_check(base, prev, s->plan.region - prev);
+			if (bad >= 0)
+				snprintf(why, sizeof(why),
+					 "from rank %d: tail guard byte %lld overwritten",
+					 s->rank, (long long)bad);
+		}
+	}
+	check(bad < 0, "data-final", "%s: %s", st->tag, why);
+}
+
+/* rv_stats must say what this rank did. */
+static void stream_stats(struct stream *st, const struct rv_stats *base,
+			 bool want_eagain)
+{
+	struct rv_stats s;
+	int ret = rv_stats(C.rv, &s);
+
+	if (!check(!ret, "stats", "rv_stats: %s", strerror(-ret)))
+		return;
+	check(s.writes_posted - base->writes_posted == st->posted &&
+	      s.bytes_posted - base->bytes_posted == st->posted_bytes &&
+	      s.writes_completed - base->writes_completed == st->completed &&
+	      s.writes_failed == base->writes_failed &&
+	      s.recvs - base->recvs == st->recvs &&
+	      s.bytes_received - base->bytes_received == st->recv_bytes &&
+	      s.ring_overflows == base->ring_overflows && s.inflight == 0,
+	      "stats-match", "%s: posted %llu/%llu bytes %llu/%llu completed %llu/%llu failed %llu recvs %llu/%llu bytes %llu/%llu overflows %llu inflight %u",
+	      st->tag,
+	      (unsigned long long)(s.writes_posted - base->writes_posted),
+	      (unsigned long long)st->posted,
+	      (unsigned long long)(s.bytes_posted - base->bytes_posted),
+	      (unsigned long long)st->posted_bytes,
+	      (unsigned long long)(s.writes_completed - base->writes_completed),
+	      (unsigned long long)st->completed,
+	      (unsigned long long)(s.writes_failed - base->writes_failed),
+	      (unsigned long long)(s.recvs - base->recvs),
+	      (unsigned long long)st->recvs,
+	      (unsigned long long)(s.bytes_received - base->bytes_received),
+	      (unsigned long long)st->recv_bytes,
+	      (unsigned long long)s.ring_overflows, s.inflight);
+	/* A partial POST_WRITES may have stopped on EAGAIN or not: bounds. */
+	check(s.posts_eagain - base->posts_eagain >= st->eagain_full &&
+	      s.posts_eagain - base->posts_eagain <= st->eagain_full + st->partial,
+	      "stats-eagain", "%s: posts_eagain %llu, saw %llu EAGAIN + %llu partial",
+	      st->tag, (unsigned long long)(s.posts_eagain - base->posts_eagain),
+	      (unsigned long long)st->eagain_full,
+	      (unsigned long long)st->partial);
+	diag("%s: %llu writes %llu bytes posted, %llu recvs %llu bytes, %llu EAGAIN, %llu partial, max inflight seen %u",
+	     st->tag, (unsigned long long)st->posted,
+	     (unsigned long long)st->posted_bytes,
+	     (unsigned long long)st->recvs, (unsigned long long)st->recv_bytes,
+	     (unsigned long long)st->eagain_full,
+	     (unsigned long long)st->partial, st->max_inflight_seen);
+	if (want_eagain) {
+		int n;
+		uint64_t cap = 0;
+
+		for (n = 0; n < nnodes; n++)
+			if (C.conn[n])
+				cap += (uint64_t)C.cc[n].send_depth * C.cc[n].num_conn;
+		check(st->eagain_full + st->partial > 0 &&
+		      s.posts_eagain > base->posts_eagain, "eagain-seen",
+		      "%s: no post was refused (send_depth %u, num_conn %u)",
+		      st->tag, C.cc[rank_node(st->d[0].rank)].send_depth,
+		      num_conn);
+		check(st->max_inflight_seen > 0 && st->max_inflight_seen <= cap,
+		      "eagain-inflight-bounded",
+		      "%s: inflight %u when refused, send queues hold %llu",
+		      st->tag, st->max_inflight_seen, (unsigned long long)cap);
+	}
+}
+
+/* Per remote node totals, for proc 0's CONN_QUERY check. */
+static void stream_publish_totals(struct stream *st)
+{
+	char text[2048], name[128];
+	size_t o = 0;
+	int n;
+
+	for (n = 0; n < nnodes; n++)
+		o += snprintf(text + o, sizeof(text) - o,
+			      "node %d sent %llu %llu recv %llu %llu\n", n,
+			      (unsigned long long)st->sent_node[n],
+			      (unsigned long long)st->sent_bytes_node[n],
+			      (unsigned long long)st->recv_node[n],
+			      (unsigned long long)st->recv_bytes_node[n]);
+	snprintf(name, sizeof(name), "%s.totals.%d", st->tag, C.id);
+	publish(name, text);
+}
+
+/* Proc 0: the connections' counters are the sums over this node's ranks. */
+static void stream_conn_counters(struct stream *st, const bool *ranks)
+{
+	uint64_t sw[MAX_NODES] = { 0 }, sb[MAX_NODES] = { 0 };
+	uint64_t rw[MAX_NODES] = { 0 }, rb[MAX_NODES] = { 0 };
+	char text[2048], name[128], *l;
+	unsigned long long a, b, c, d;
+	int p, n, nn;
+
+	for (p = 0; p < procs; p++) {
+		if (!ranks[node * procs + p])
+			continue;
+		snprintf(name, sizeof(name), "%s.totals.%d", st->tag,
+			 node * procs + p);
+		if (!fetch(name, text, sizeof(text))) {
+			check(false, "conn-counters", "no totals of proc %d", p);
+			return;
+		}
+		for (l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l)
+			if (sscanf(l, "node %d sent %llu %llu recv %llu %llu",
+				   &nn, &a, &b, &c, &d) == 5 && nn >= 0 &&
+			    nn < nnodes) {
+				sw[nn] += a;
+				sb[nn] += b;
+				rw[nn] += c;
+				rb[nn] += d;
+			}
+	}
+	for (n = 0; n < nnodes; n++) {
+		struct rv_conn_query q;
+		int ret;
+
+		if (!C.conn[n])
+			continue;
+		snprintf(name, sizeof(name), "conn-counters-node%d", n);
+		ret = rv_conn_query(C.rv, C.conn[n], &q);
+		if (ret) {
+			check(false, name, "rv_conn_query: %s", strerror(-ret));
+			continue;
+		}
+		check(q.writes_posted == sw[n] && q.bytes_posted == sb[n] &&
+		      q.writes_completed == sw[n] && q.writes_failed == 0 &&
+		      q.recvs == rw[n] && q.bytes_received == rb[n] &&
+		      q.drops_no_slot == 0 && q.drops_ring_full == 0 &&
+		      q.recv_errors == 0 && q.inflight == 0 &&
+		      q.generation == C.generation[n],
+		      name, "posted %llu/%llu bytes %llu/%llu completed %llu failed %llu recvs %llu/%llu bytes %llu/%llu drops %llu/%llu recv_errors %llu inflight %u generation %llu",
+		      (unsigned long long)q.writes_posted, (unsigned long long)sw[n],
+		      (unsigned long long)q.bytes_posted, (unsigned long long)sb[n],
+		      (unsigned long long)q.writes_completed,
+		      (unsigned long long)q.writes_failed,
+		      (unsigned long long)q.recvs, (unsigned long long)rw[n],
+		      (unsigned long long)q.bytes_received, (unsigned long long)rb[n],
+		      (unsigned long long)q.drops_no_slot,
+		      (unsigned long long)q.drops_ring_full,
+		      (unsigned long long)q.recv_errors, q.inflight,
+		      (unsigned long long)q.generation);
+	}
+}
+
+/*
+ * One verified exchange between this rank and its peers (@same_proc: only
+ * the peers with the same proc index).  Every rank of @ranks takes part.
+ */
+static bool stream(const char *tag, bool same_proc, const bool *ranks,
+		   bool counters, bool want_eagain)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+	struct rv_stats base;
+	char bname[128];
+	bool ok;
+
+	st->tag = tag;
+	st_tag++;
+	if (rv_stats(C.rv, &base))
+		memset(&base, 0, sizeof(base));
+	if (!stream_publish(st, same_proc) || !stream_prepare(st, same_proc))
+		return false;
+	ok = stream_run(st);
+	if (st->stale)
+		diag("%s: %u events of an earlier stream", tag, st->stale);
+	check(ok, tag, "%s did not complete", tag);
+	if (!ok)
+		return false;
+	stream_verify(st);
+	stream_stats(st, &base, want_eagain);
+	stream_publish_totals(st);
+	snprintf(bname, sizeof(bname), "%s-done", tag);
+	if (!barrier(bname, ranks))
+		return false;
+	/* the node's first rank of the job checks the connections */
+	if (counters) {
+		int p = 0;
+
+		while (p < procs && !ranks[node * procs + p])
+			p++;
+		if (p == C.proc)
+			stream_conn_counters(st, ranks);
+	}
+	snprintf(bname, sizeof(bname), "%s-checked", tag);
+	return barrier(bname, ranks);
+}
+
+/* ---- errors mode ----------------------------------------------------- */
+
+#define KIND_CLEAN	1
+#define KIND_BAD	2
+#define KIND_M2		3
+
+static uint32_t err_imm(int slot, uint32_t kind, uint32_t seq)
+{
+	return rv_imm(C.slot_bits, slot, kind << SEQ_BITS | seq);
+}
+
+/* Post @w (retrying EAGAIN) and wait for its SEND event; its status or -errno. */
+static int write_and_wait(struct rv_write *w, struct rv_event *out_ev,
+			  int *post_err)
+{
+	struct rv_event ev[EV_BATCH];
+	uint64_t until = now_ms() + 30000;
+	int ret, n, i;
+
+	for (;;) {
+		ret = rv_post_write(C.rv, w);
+		if (ret != -EAGAIN || now_ms() > until)
+			break;
+		reap(ev, EV_BATCH, 10);	/* nothing else is in flight */
+	}
+	*post_err = ret;
+	if (ret)
+		return ret;
+	while (now_ms() < until) {
+		n = reap(ev, EV_BATCH, 100);
+		for (i = 0; i < n; i++) {
+			if (ev[i].kind == RV_EVENT_SEND && ev[i].wr_id == w->wr_id) {
+				*out_ev = ev[i];
+				return ev[i].status;
+			}
+			diag("unexpected event kind %u wr_id %llx status %u",
+			     ev[i].kind, (unsigned long long)ev[i].wr_id,
+			     ev[i].status);
+			C.failures++;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+struct target {
+	int slot;
+	uint64_t iova, len, iova2, len2;
+	uint32_t rkey, rkey2;
+};
+
+/*
+ * Clean writes after an error: posts may be refused or writes flushed while
+ * rv repairs the broken QP; within 30 s, 2 * num_conn writes in a row (so
+ * over every QP of the stripe) must complete with status 0.
+ */
+static uint32_t n_clean_ok;
+
+static void clean_after(const char *name, struct target *t, uint8_t *src,
+			int mr, uint32_t *seq)
+{
+	struct rv_write w = {
+		.conn_handle = C.conn[1], .mr_handle = mr,
+		.local_addr = (uintptr_t)src, .length = 4096,
+		.remote_addr = t->iova, .rkey = t->rkey,
+	};
+	uint64_t until = now_ms() + 30000;
+	uint32_t in_row = 0, want = 2 * num_conn, failed = 0;
+	struct rv_event ev;
+	int st = -1, perr = 0, tries = 0;
+	struct rv_conn_query q;
+
+	while (in_row < want && now_ms() < until) {
+		w.wr_id = 0xc1ea000000ULL + *seq;
+		w.imm = err_imm(t->slot, KIND_CLEAN, (*seq)++);
+		tries++;
+		st = write_and_wait(&w, &ev, &perr);
+		if (st == 0) {
+			n_clean_ok++;
+			in_row++;
+			continue;
+		}
+		in_row = 0;
+		failed++;
+		usleep(100000);
+	}
+	rv_conn_query(C.rv, C.conn[1], &q);
+	check(in_row >= want, name,
+	      "%u clean writes in a row wanted, %d tries, %u failed, last status/errno %d (post %d); conn state %u reason %u generation %llu connected %u/%u",
+	      want, tries, failed, st, perr, q.state, q.reason,
+	      (unsigned long long)q.generation, q.connected, q.num_conn);
+	diag("%s: %d tries, %u failed, generation %llu", name, tries, failed,
+	     (unsigned long long)q.generation);
+}
+
+static void bad_write(const char *name, struct target *t, uint8_t *src,
+		      int mr, uint64_t raddr, uint32_t rkey, uint32_t *seq)
+{
+	struct rv_write w = {
+		.conn_handle = C.conn[1], .mr_handle = mr,
+		.local_addr = (uintptr_t)src, .length = 4096,
+		.remote_addr = raddr, .rkey = rkey,
+	};
+	struct rv_event ev;
+	int st, perr;
+
+	w.wr_id = 0xbad0000000ULL + *seq;
+	w.imm = err_imm(t->slot, KIND_BAD, (*seq)++);
+	st = write_and_wait(&w, &ev, &perr);
+	check(perr == 0 && st > 0, name,
+	      "post %d, SEND status %d (want an error status)", perr, st);
+	if (st > 0)
+		diag("%s: SEND status %d", name, st);
+}
+
+/* Job A's sender, node0 proc 0.  Counts its clean writes: OK, tried. */
+static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
+{
+	struct target t;
+	struct rv_write w;
+	struct rv_stats s0, s;
+	struct rv_event ev, evs[EV_BATCH];
+	char text[512];
+	uint8_t *src, *gone;
+	uint32_t seq = 0, m2_posted = 0, m2_ok = 0, m2_early = 0;
+	bool gone_seen = false;
+	uint64_t until;
+	int mr, mr_gone, ret, st, perr;
+	bool got_error = false;
+
+	if (!fetch("A.target", text, sizeof(text)) ||
+	    sscanf(text, "slot %d iova %" SCNx64 " len %" SCNx64 " rkey %x iova2 %" SCNx64 " len2 %" SCNx64 " rkey2 %x",
+		   &t.slot, &t.iova, &t.len, &t.rkey, &t.iova2, &t.len2,
+		   &t.rkey2) != 7) {
+		check(false, "target-info", "no or bad A.target");
+		return;
+	}
+	if (!connect_node(1))
+		return;
+	src = map_buf(1 << 20);
+	pat_fill(src, 1 << 20, 0x1234);
+	mr = rv_reg_mem(C.rv, src, 1 << 20, 0, NULL);
+	if (!check(mr > 0, "reg-src", "rv_reg_mem: %s", strerror(-mr)))
+		return;
+	rv_stats(C.rv, &s0);
+
+	/* Refused at post time on a connected connection: nothing posted. */
+	memset(&w, 0, sizeof(w));
+	w.conn_handle = C.conn[1];
+	w.mr_handle = mr;
+	w.local_addr = (uintptr_t)src;
+	w.remote_addr = t.iova;
+	w.rkey = t.rkey;
+	w.length = (1 << 20) + 1;
+	ret = rv_post_write(C.rv, &w);
+	check(ret == -ERANGE, "post-erange", "past the registration: %d", ret);
+	w.local_addr = (uintptr_t)src - 8;
+	w.length = 16;
+	ret = rv_post_write(C.rv, &w);
+	check(ret == -ERANGE, "post-erange-before", "before the registration: %d", ret);
+	w.local_addr = (uintptr_t)src;
+	w.length = (uint64_t)RV_MAX_WRITE_BYTES + 1;
+	ret = rv_post_write(C.rv, &w);
+	check(ret == -EMSGSIZE, "post-emsgsize", "length 1 GiB + 1: %d", ret);
+	w.length = 0;
+	ret = rv_post_write(C.rv, &w);
+	check(ret == -EINVAL, "post-einval-mr-len0", "mr_handle with length 0: %d", ret);
+	w.length = 8;
+	w.mr_handle = 0x7fff;
+	ret = rv_post_write(C.rv, &w);
+	check(ret == -ENOENT, "post-enoent-mr", "unknown mr handle: %d", ret);
+	w.local_addr = UINT64_MAX - 4;
+	w.mr_handle = mr;
+	ret = rv_post_write(C.rv, &w);
+	check(ret == -EINVAL || ret == -ERANGE, "post-wrap", "wrapping range: %d", ret);
+	gone = map_buf(1 << 16);
+	mr_gone = rv_reg_mem(C.rv, gone, 1 << 16, 0, NULL);
+	if (check(mr_gone > 0, "reg-gone", "rv_reg_mem: %s", strerror(-mr_gone))) {
+		munmap(gone, 1 << 16);
+		w.local_addr = (uintptr_t)gone;
+		w.mr_handle = mr_gone;
+		ret = rv_post_write(C.rv, &w);
+		check(ret == -ESTALE, "post-estale", "munmapped registration: %d", ret);
+		rv_dereg_mem(C.rv, mr_gone);
+	}
+	rv_stats(C.rv, &s);
+	check(s.writes_posted == s0.writes_posted && s.inflight == 0,
+	      "post-errors-post-nothing", "writes_posted %llu -> %llu",
+	      (unsigned long long)s0.writes_posted,
+	      (unsigned long long)s.writes_posted);
+
+	clean_after("clean-first", &t, src, mr, &seq);
+	/* Not a key of any MR of the remote PD: another index. */
+	bad_write("bad-rkey", &t, src, mr, t.iova, t.rkey ^ 0xffffff00, &seq);
+	clean_after("clean-after-bad-rkey", &t, src, mr, &seq);
+	bad_write("remote-past-end", &t, src, mr, t.iova + t.len - 100,
+		  t.rkey, &seq);
+	clean_after("clean-after-past-end", &t, src, mr, &seq);
+	bad_write("remote-before-start", &t, src, mr, t.iova - 4096, t.rkey,
+		  &seq);
+	clean_after("clean-after-before-start", &t, src, mr, &seq);
+
+	/*
+	 * The target munmaps M2 mid-stream.  Keep writing (one at a time)
+	 * until a write fails; writes before the deregistration may still
+	 * land in the pinned pages.
+	 */
+	publish("A.m2-start", "x\n");
+	until = now_ms() + 60000;
+	while (now_ms() < until && !got_error) {
+		memset(&w, 0, sizeof(w));
+		w.conn_handle = C.conn[1];
+		w.mr_handle = mr;
+		w.local_addr = (uintptr_t)src;
+		w.length = 65536;
+		w.remote_addr = t.iova2 + (m2_posted % 16) * 65536;
+		w.rkey = t.rkey2;
+		w.wr_id = 0x3200000000ULL + m2_posted;
+		w.imm = err_imm(t.slot, KIND_M2, m2_posted);
+		st = write_and_wait(&w, &ev, &perr);
+		m2_posted++;
+		if (perr) {
+			check(false, "m2-post", "post %u: %s", m2_posted,
+			      strerror(-perr));
+			break;
+		}
+		if (st == 0) {
+			m2_ok++;
+		} else if (!gone_seen) {
+			/* M2 is still mapped: this write had no reason to fail */
+			m2_early++;
+			usleep(100000);
+		} else {
+			got_error = true;
+		}
+		gone_seen = exists("A.m2-gone");
+		if (!got_error && exists("A.m2-gone"))
+			usleep(100000);
+	}
+	check(!m2_early, "m2-before-munmap", "%u of the writes to M2 before its munmap failed",
+	      m2_early);
+	check(got_error, "m2-munmap-error",
+	      "%u writes, %u succeeded, no error after the munmap (seen %d)",
+	      m2_posted, m2_ok, gone_seen);
+	diag("m2: %u writes, %u ok before the error", m2_posted, m2_ok);
+	clean_after("clean-after-munmap", &t, src, mr, &seq);
+
+	rv_stats(C.rv, &s);
+	check(s.writes_posted - s0.writes_posted ==
+	      s.writes_completed - s0.writes_completed +
+	      s.writes_failed - s0.writes_failed &&
+	      s.writes_failed - s0.writes_failed >= 4 && s.inflight == 0,
+	      "errors-stats", "posted %llu completed %llu failed %llu inflight %u",
+	      (unsigned long long)(s.writes_posted - s0.writes_posted),
+	      (unsigned long long)(s.writes_completed - s0.writes_completed),
+	      (unsigned long long)(s.writes_failed - s0.writes_failed),
+	      s.inflight);
+	ret = reap(evs, EV_BATCH, 200);
+	check(ret == 0, "no-stray-events", "%d events after the last write", ret);
+	*clean_ok = n_clean_ok;
+	*clean_tries = seq;
+}
+
+/* Job A's target, node1 proc 0. */
+static void errors_target(void)
+{
+	struct rv_reg_mem r1, r2;
+	struct rv_event ev[EV_BATCH];
+	char text[512];
+	uint8_t *m1, *m2, *fresh = NULL;
+	uint32_t clean = 0, m2_recv = 0, stray = 0, want_clean, tries;
+	int ret, n, i, h2;
+	bool gone = false;
+	const uint64_t len = 1 << 20;
+
+	m1 = map_buf(len);
+	m2 = map_buf(len);
+	memset(m1, SENTINEL, len);
+	ret = rv_reg_mem(C.rv, m1, len, RV_ACCESS_REMOTE_WRITE, &r1);
+	if (!check(ret > 0, "reg-m1", "%s", strerror(-ret)))
+		return;
+	h2 = rv_reg_mem(C.rv, m2, len, RV_ACCESS_REMOTE_WRITE, &r2);
+	if (!check(h2 > 0, "reg-m2", "%s", strerror(-h2)))
+		return;
+	snprintf(text, sizeof(text),
+		 "slot %d iova %llx len %llx rkey %x iova2 %llx len2 %llx rkey2 %x\n",
+		 C.slot, (unsigned long long)r1.iova, (unsigned long long)len,
+		 r1.rkey, (unsigned long long)r2.iova, (unsigned long long)len,
+		 r2.rkey);
+	publish("A.target", text);
+	/* The connection is the job's; this side must exist for the accept. */
+	if (!connect_node(0))
+		return;
+
+	while (!exists("A.sender-done") && !expired()) {
+		n = reap(ev, EV_BATCH, 100);
+		for (i = 0; i < n; i++) {
+			uint32_t u = rv_imm_user(C.slot_bits, ev[i].imm);
+			uint32_t kind = u >> SEQ_BITS;
+
+			if (ev[i].kind != RV_EVENT_RECV) {
+				stray++;
+			} else if (kind == KIND_CLEAN) {
+				/* clean writes land at the start of M1 */
+				if (ev[i].bytes != 4096 ||
+				    pat_check(m1, 0, 4096, 0x1234) >= 0)
+					stray++;
+				clean++;
+			} else if (kind == KIND_M2) {
+				m2_recv++;
+			} else {
+				diag("RECV of a failed write: imm %x", ev[i].imm);
+				stray++;
+			}
+		}
+		if (!gone && m2_recv >= 4) {
+			/* munmap under the sender's stream, map fresh memory */
+			rv_dereg_mem(C.rv, h2);
+			munmap(m2, len);
+			fresh = mmap(m2, len, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS |
+				     MAP_FIXED_NOREPLACE, -1, 0);
+			if (fresh == MAP_FAILED)
+				fresh = map_buf(len);
+			memset(fresh, SENTINEL, len);
+			gone = true;
+			publish("A.m2-gone", "x\n");
+		}
+	}
+	if (!fetch("A.sender-done", text, sizeof(text)) ||
+	    sscanf(text, "clean %u %u", &want_clean, &tries) != 2) {
+		check(false, "target-done", "sender did not finish");
+		return;
+	}
+	/* a successful clean write's RECV may still be on its way */
+	for (i = 0; i < 50 && clean < want_clean; i++) {
+		n = reap(ev, EV_BATCH, 100);
+		for (int k = 0; k < n; k++)
+			if (ev[k].kind == RV_EVENT_RECV &&
+			    rv_imm_user(C.slot_bits, ev[k].imm) >> SEQ_BITS == KIND_CLEAN)
+				clean++;
+			else
+				stray++;
+	}
+	check(gone, "m2-unmapped", "the sender's stream never reached M2");
+	check(stray == 0, "target-no-stray", "%u unexpected events or bad data", stray);
+	/* Every clean write that completed OK arrived; failed ones may not. */
+	check(want_clean >= 5 * 2 * num_conn && clean >= want_clean &&
+	      clean <= tries,
+	      "target-clean-recvs", "%u RECVs; %u clean writes OK of %u",
+	      clean, want_clean, tries);
+	if (gone)
+		check(sentinel_check(fresh, 0, len) < 0, "m2-fresh-untouched",
+		      "memory mapped after munmap was written");
+	diag("target: %u clean, %u m2 RECVs", clean, m2_recv);
+}
+
+static void mode_errors(void)
+{
+	bool pair[MAX_RANKS] = { false };
+	int r;
+
+	for (r = 0; r < nnodes * procs; r++)
+		pair[r] = r % procs == C.proc;
+	if (C.proc == 0) {
+		if (node == 0) {
+			uint32_t ok = 0, tries = 0;
+			char text[64];
+
+			errors_sender(&ok, &tries);
+			/* also after a failure: the others wait for it */
+			snprintf(text, sizeof(text), "clean %u %u\n", ok, tries);
+			publish("A.sender-done", text);
+		} else {
+			errors_target();
+		}
+		barrier("A-end", pair);
+	} else {
+		/* job B: a stream while job A fails, then one more after */
+		stream("B1", true, pair, true, false);
+		fetch("A.sender-done", (char[16]){ 0 }, 16);
+		stream("B2", true, pair, false, false);
+	}
+}
+
+/* ---- ring mode ------------------------------------------------------- */
+
+#define N_OVER	(3 * RV_MIN_RING_ENTRIES)
+
+/* Post @n writes of length 0 and imm @imm + i to @conn; wait all SENDs OK. */
+static bool burst(const char *name, int conn, uint32_t n, uint32_t slot,
+		  uint32_t user0)
+{
+	struct rv_write w[POST_BATCH];
+	struct rv_event ev[EV_BATCH];
+	uint32_t posted = 0, done = 0, bad = 0, k;
+	bool full = false;
+	int ret, i, m;
+
+	while (done < n && !expired()) {
+		if (posted < n) {
+			for (k = 0; k < POST_BATCH && posted + k < n; k++) {
+				memset(&w[k], 0, sizeof(w[k]));
+				w[k].wr_id = posted + k;
+				w[k].conn_handle = conn;
+				w[k].imm = rv_imm(C.slot_bits, slot,
+						  user0 + posted + k);
+			}
+			ret = rv_post_writes(C.rv, w, k);
+			if (ret < 0 && ret != -EAGAIN)
+				return check(false, name, "post: %s",
+					     strerror(-ret));
+			if (ret > 0)
+				posted += ret;
+			full = ret != (int)k;
+		}
+		m = reap(ev, EV_BATCH, posted < n && !full ? 0 : 100);
+		for (i = 0; i < m; i++) {
+			if (ev[i].kind != RV_EVENT_SEND || ev[i].status)
+				bad++;
+			done++;
+		}
+	}
+	return check(done == n && bad == 0, name, "%u/%u completed, %u bad",
+		     done, n, bad);
+}
+
+static bool wait_conn(int conn, struct rv_conn_query *q,
+		      bool (*cond)(const struct rv_conn_query *))
+{
+	while (!expired()) {
+		if (!rv_conn_query(C.rv, conn, q) && cond(q))
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+static uint64_t want_sum;
+static bool over_cond(const struct rv_conn_query *q)
+{
+	return q->recvs + q->drops_ring_full >= want_sum;
+}
+
+static bool noslot_cond(const struct rv_conn_query *q)
+{
+	return q->drops_no_slot >= want_sum;
+}
+
+static void ring_sender(void)
+{
+	char text[256];
+	int s0, s1, s2, free_slot;
+	unsigned long long iova1;
+	unsigned int rkey1, nslot;
+	uint8_t *src;
+	int mr;
+	struct rv_write w;
+	struct rv_event ev;
+	int st, perr;
+
+	if (!connect_node(1) || !fetch("R.slots", text, sizeof(text)) ||
+	    sscanf(text, "%d %d %d %d %llx %x", &s0, &s1, &s2, &free_slot,
+		   &iova1, &rkey1) != 6) {
+		check(false, "ring-setup", "no connection or no R.slots");
+		return;
+	}
+	/* 1: overflow node1 proc 0's ring, which nobody reaps. */
+	burst("overflow-sent", C.conn[1], N_OVER, s0, 0);
+	publish("R.over-sent", "x\n");
+	/* 2: one write while node1 proc 1 sleeps in poll(). */
+	if (!fetch("R.poll-ready", text, sizeof(text)))
+		return;
+	usleep(300000);
+	src = map_buf(4096);
+	pat_fill(src, 4096, 0xfeed);
+	mr = rv_reg_mem(C.rv, src, 4096, 0, NULL);
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 77;
+	w.conn_handle = C.conn[1];
+	w.mr_handle = mr;
+	w.local_addr = (uintptr_t)src;
+	w.length = 4096;
+	w.remote_addr = iova1;
+	w.rkey = rkey1;
+	w.imm = rv_imm(C.slot_bits, s1, 0x777);
+	st = write_and_wait(&w, &ev, &perr);
+	check(perr == 0 && st == 0, "poll-write", "post %d status %d", perr, st);
+	/* 3: more writes to a free slot than the receive queues hold. */
+	nslot = C.cc[1].recv_depth * C.cc[1].num_conn + 64;
+	burst("noslot-sent", C.conn[1], nslot, free_slot, 0x100);
+	/* then one to proc 2: receives were reposted */
+	burst("after-noslot-sent", C.conn[1], 1, s2, 0x999);
+	snprintf(text, sizeof(text), "%u\n", nslot);
+	publish("R.noslot-sent", text);
+}
+
+static void ring_receiver(void)
+{
+	struct rv_event ev[EV_BATCH];
+	struct rv_conn_query q;
+	struct rv_stats s;
+	char text[256], name[64];
+	int ret, n, i;
+	unsigned int nslot;
+
+	if (!connect_node(0))
+		return;
+	if (C.proc == 0) {
+		uint8_t seen[N_OVER] = { 0 };
+		uint32_t bad = 0;
+		uint64_t ov;
+
+		if (!fetch("R.over-sent", text, sizeof(text)))
+			return;
+		want_sum = N_OVER;
+		ret = wait_conn(C.conn[0], &q, over_cond);
+		check(ret && q.recvs == RV_MIN_RING_ENTRIES &&
+		      q.drops_ring_full == N_OVER - RV_MIN_RING_ENTRIES,
+		      "overflow-conn-counters",
+		      "recvs %llu drops_ring_full %llu (sent %u, ring %u)",
+		      (unsigned long long)q.recvs,
+		      (unsigned long long)q.drops_ring_full, N_OVER,
+		      RV_MIN_RING_ENTRIES);
+		ov = rv_ring_overflows(C.rv);
+		ret = rv_stats(C.rv, &s);
+		check(!ret && ov == N_OVER - RV_MIN_RING_ENTRIES &&
+		      s.ring_overflows == ov &&
+		      s.recvs == RV_MIN_RING_ENTRIES,
+		      "overflow-counted",
+		      "header overflows %llu, stats overflows %llu recvs %llu",
+		      (unsigned long long)ov,
+		      (unsigned long long)s.ring_overflows,
+		      (unsigned long long)s.recvs);
+		n = reap(ev, EV_BATCH, 0);
+		for (i = 0; i < n; i++) {
+			uint32_t u = rv_imm_user(C.slot_bits, ev[i].imm);
+
+			if (ev[i].kind != RV_EVENT_RECV || u >= N_OVER ||
+			    seen[u] || ev[i].bytes)
+				bad++;
+			else
+				seen[u] = 1;
+		}
+		check(n == RV_MIN_RING_ENTRIES && !bad, "overflow-ring-content",
+		      "%d events, %u bad", n, bad);
+	} else if (C.proc == 1) {
+		struct pollfd pfd = { .fd = rv_fd(C.rv), .events = POLLIN };
+		uint64_t t0;
+
+		n = reap(ev, EV_BATCH, 0);
+		check(n == 0, "poll-ring-empty", "%d events before", n);
+		publish("R.poll-ready", "x\n");
+		t0 = now_ms();
+		ret = poll(&pfd, 1, 60000);
+		n = reap(ev, EV_BATCH, 0);
+		check(ret == 1 && (pfd.revents & POLLIN) && n == 1 &&
+		      ev[0].kind == RV_EVENT_RECV &&
+		      rv_imm_user(C.slot_bits, ev[0].imm) == 0x777 &&
+		      ev[0].bytes == 4096 &&
+		      pat_check(C.ring_buf, 0, 4096, 0xfeed) < 0,
+		      "poll-wakes-on-recv",
+		      "poll %d revents %x after %llu ms, %d events",
+		      ret, pfd.revents, (unsigned long long)(now_ms() - t0), n);
+	}
+	/* no slot: drops counted on this node's connection, nobody gets them */
+	if (!fetch("R.noslot-sent", text, sizeof(text)) ||
+	    sscanf(text, "%u", &nslot) != 1)
+		return;
+	if (C.proc == 0) {
+		want_sum = nslot;
+		ret = wait_conn(C.conn[0], &q, noslot_cond);
+		check(ret && q.drops_no_slot == nslot && q.recv_errors == 0,
+		      "noslot-counted", "drops_no_slot %llu of %u, recv_errors %llu",
+		      (unsigned long long)q.drops_no_slot, nslot,
+		      (unsigned long long)q.recv_errors);
+	}
+	/* proc 2 gets exactly the one write sent after them; 0 and 1 none */
+	for (i = 0, n = 0; i < 20; i++) {
+		int m = reap(ev + n, EV_BATCH - n, 100);
+
+		n += m;
+		if (C.proc == 2 && n)
+			break;
+	}
+	usleep(500000);
+	n += reap(ev + n, EV_BATCH - n, 0);
+	snprintf(name, sizeof(name), "noslot-not-delivered");
+	if (C.proc == 2)
+		check(n == 1 && ev[0].kind == RV_EVENT_RECV &&
+		      rv_imm_user(C.slot_bits, ev[0].imm) == 0x999, name,
+		      "%d events (want the one write after the drops)", n);
+	else
+		check(n == 0, name, "%d events (first imm %x)", n,
+		      n ? ev[0].imm : 0);
+}
+
+static void mode_ring(void)
+{
+	bool everyone[MAX_RANKS];
+	char text[256], rname[64];
+	int r;
+
+	for (r = 0; r < nnodes * procs; r++)
+		everyone[r] = true;
+	if (node == 1) {
+		/* proc 1's buffer for the poll write; slots for the sender */
+		struct rv_reg_mem rm;
+		int ret;
+
+		C.ring_buf = map_buf(4096);
+		ret = rv_reg_mem(C.rv, C.ring_buf, 4096,
+				 RV_ACCESS_REMOTE_WRITE, &rm);
+		check(ret > 0, "reg", "%s", strerror(-ret));
+		snprintf(text, sizeof(text), "%d %llx %x\n", C.slot,
+			 (unsigned long long)rm.iova, rm.rkey);
+		snprintf(rname, sizeof(rname), "R.rank.%d", C.proc);
+		publish(rname, text);
+	}
+	if (node == 1 && C.proc == 0) {
+		int s[3], free_slot, p;
+		unsigned long long iova[3];
+		unsigned int rkey[3];
+
+		for (p = 0; p < 3; p++) {
+			snprintf(rname, sizeof(rname), "R.rank.%d", p);
+			if (!fetch(rname, text, sizeof(text)) ||
+			    sscanf(text, "%d %llx %x", &s[p], &iova[p],
+				   &rkey[p]) != 3)
+				return;
+		}
+		/* the highest slot nobody on this node holds */
+		for (free_slot = (1 << C.slot_bits) - 1; free_slot >= 0;
+		     free_slot--)
+			if (free_slot != s[0] && free_slot != s[1] &&
+			    free_slot != s[2])
+				break;
+		snprintf(text, sizeof(text), "%d %d %d %d %llx %x\n", s[0],
+			 s[1], s[2], free_slot, iova[1], rkey[1]);
+		publish("R.slots", text);
+	}
+	if (node == 0 && C.proc == 0)
+		ring_sender();
+	else if (node == 1)
+		ring_receiver();
+	barrier("ring-end", everyone);
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+static int rank_main(int proc)
+{
+	int ret;
+
+	C.proc = proc;
+	C.id = node * procs + proc;
+	C.deadline_ms = now_ms() + (uint64_t)timeout_s * 1000;
+	snprintf(C.key, sizeof(C.key), "%s%s", key,
+		 !strcmp(mode, "errors") && proc % 2 ? "b" : "");
+	ret = attach(!strcmp(mode, "ring") && node == 1 && proc == 0 ?
+		     RV_MIN_RING_ENTRIES : 0);
+	if (ret)
+		return ret;
+	if (!strcmp(mode, "stream"))
+		stream("S", false, all_ranks, true, false);
+	else if (!strcmp(mode, "eagain"))
+		stream("E", false, all_ranks, true, true);
+	else if (!strcmp(mode, "errors"))
+		mode_errors();
+	else if (!strcmp(mode, "ring"))
+		mode_ring();
+	if (!C.checks)
+		check(false, "ran", "no check ran");
+	rv_close(C.rv);
+	return C.failures ? 1 : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: rv_write_test -m stream|eagain|errors|ring -D DIR -k KEY -N NODE -P PROCS [-b BYTES] [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN] [-T SECONDS] IP...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	pid_t pids[MAX_PROCS];
+	int c, i, status, rc = 0, left;
+	bool skip = false;
+	uint64_t until;
+	char *tok;
+
+	while ((c = getopt(argc, argv, "m:D:k:N:P:b:M:B:F:C:c:T:")) != -1) {
+		switch (c) {
+		case 'm': mode = optarg; break;
+		case 'D': dir = optarg; break;
+		case 'k': key = optarg; break;
+		case 'N': node = atoi(optarg); break;
+		case 'P': procs = atoi(optarg); break;
+		case 'b': pair_bytes = strtoull(optarg, NULL, 0); break;
+		case 'M': max_exp = atoi(optarg); break;
+		case 'B':
+			for (tok = strtok(optarg, ","); tok && nbigs < 8;
+			     tok = strtok(NULL, ","))
+				bigs[nbigs++] = strtoull(tok, NULL, 0);
+			break;
+		case 'F': fixed_size = strtoull(optarg, NULL, 0); break;
+		case 'C': fixed_count = strtoul(optarg, NULL, 0); break;
+		case 'c': num_conn = atoi(optarg); break;
+		case 'T': timeout_s = atoi(optarg); break;
+		default: usage();
+		}
+	}
+	for (i = optind; i < argc && nnodes < MAX_NODES; i++)
+		if (inet_pton(AF_INET, argv[i], &ips[nnodes++]) != 1)
+			usage();
+	if (!dir || !key || strlen(key) + 1 > RV_JOB_KEY_MAX || node < 0 ||
+	    node >= nnodes || procs < 1 || procs > MAX_PROCS ||
+	    max_exp > 30 || (fixed_size && !fixed_count))
+		usage();
+	if ((!strcmp(mode, "errors") && (nnodes != 2 || procs != 2)) ||
+	    (!strcmp(mode, "ring") && (nnodes != 2 || procs != 3)))
+		usage();
+	for (i = 0; i < nnodes * procs; i++)
+		all_ranks[i] = true;
+
+	C.proc = -1;
+	for (i = 0; i < procs; i++) {
+		fflush(NULL);
+		pids[i] = fork();
+		if (pids[i] < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (!pids[i])
+			_exit(rank_main(i));
+	}
+	/* every rank bounded: kill what outlives its own deadline */
+	until = now_ms() + (uint64_t)timeout_s * 1000 + 30000;
+	left = procs;
+	while (left) {
+		pid_t p = waitpid(-1, &status, WNOHANG);
+
+		if (p > 0) {
+			for (i = 0; i < procs && pids[i] != p; i++)
+				;
+			if (i == procs)
+				continue;
+			pids[i] = 0;
+			left--;
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 4) {
+				skip = true;
+			} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+				out("check FAIL n%d.p%d.exit: %s %d", node, i,
+				    WIFEXITED(status) ? "exit status" : "signal",
+				    WIFEXITED(status) ? WEXITSTATUS(status) :
+				    WTERMSIG(status));
+				rc = 1;
+			} else {
+				out("check PASS n%d.p%d.exit", node, i);
+			}
+			continue;
+		}
+		if (now_ms() > until) {
+			for (i = 0; i < procs; i++)
+				if (pids[i] > 0) {
+					kill(pids[i], SIGKILL);
+					out("check FAIL n%d.p%d.exit: killed after %d s",
+					    node, i, timeout_s + 30);
+				}
+			while (waitpid(-1, NULL, 0) > 0)
+				;
+			return 1;
+		}
+		usleep(100000);
+	}
+	if (skip && !rc)
+		return 4;
+	return rc || skip;
+}

@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# write.sh - rv's data path across VMs; runs on every node of a group (see
+# tests.list) and drives rv_write_test:
+#
+#   write.sh pair   2 nodes: a verified stream with random sizes and
+#                   16 MiB / 8 MiB + 1 / 8 MiB writes (split by the
+#                   kernel), 2 processes per node; error completions (bad
+#                   rkey, remote range outside the MR, remote MR munmapped
+#                   mid-stream) next to an unaffected job; ring overflow,
+#                   poll() wake-up, writes to a slot nobody holds; EAGAIN
+#                   under a small conn_wqe_budget (rv reloaded)
+#   write.sh a2a    3 nodes x 4 processes: every process writes to every
+#                   process of the other nodes at once, verified
+#
+# rv_write_test prints "check PASS|FAIL name"; each becomes one TAP result
+# "<phase>-<name>", plus one per phase for its exit status.  Processes
+# meet through files in the run's shared output directory; every wait in
+# rv_write_test is bounded (-T), and timeout(1) bounds it once more.
+
+set -uo pipefail
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+: "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
+mode=${1:?usage: write.sh pair|a2a}
+me=$RV_NODE
+T=$RV_REPO/tools/testing/selftests/rv
+WT=$T/rv_write_test
+shared=$(dirname "$RV_OUT")/write-rdv
+mkdir -p "$shared"
+read -r -a ips <<<"$RV_NODE_IPS"
+
+# barrier NAME [SECONDS]: wait until every node reached NAME.
+barrier() {
+	local name=$1 limit=${2:-120} i n
+	touch "$shared/$name.node$me"
+	for ((i = 0; i < limit * 5; i++)); do
+		n=$(find "$shared" -maxdepth 1 -name "$name.node*" | wc -l)
+		[[ $n -ge $RV_NODES ]] && return 0
+		sleep 0.2
+	done
+	tap_diag "barrier $name: timed out after ${limit}s"
+	return 1
+}
+
+# phase NAME SECONDS ARGS...: one rv_write_test run as TAP results.
+phase() {
+	local name=$1 secs=$2 out rc=0 line n=0
+	shift 2
+	barrier "start-$name" || true
+	out=$(timeout $((secs + 60)) "$WT" -D "$shared" -N "$me" -T "$secs" \
+		"$@" "${ips[@]}" 2>&1) || rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"check PASS "*)
+			tap_ok "$name-${line#check PASS }"
+			n=$((n + 1))
+			;;
+		"check FAIL "*)
+			line=${line#check FAIL }
+			tap_fail "$name-${line%%: *}" "${line#*: }"
+			n=$((n + 1))
+			;;
+		"#"*)
+			echo "$line"
+			;;
+		*)
+			echo "# $line"
+			;;
+		esac
+	done <<<"$out"
+	if [[ $rc -eq 4 ]]; then
+		tap_skip "$name" "no rv or no RDMA device"
+	elif [[ $rc -eq 0 && $n -gt 0 ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "exit status $rc, $n checks"
+	fi
+	barrier "end-$name" $((secs + 90)) || true
+}
+
+# reload_rv [PARAM=VALUE...]: rv again with these parameters (both nodes
+# at a barrier: no rv file may be open).
+reload_rv() {
+	rmmod rv && insmod "$RV_KO" "$@"
+}
+
+pair() {
+	phase stream 200 -m stream -k ws -P 2 -b $((4 << 20)) -M 20 \
+		-B 16777216,8388609,8388608
+	phase errors 200 -m errors -k we -P 2 -b $((2 << 20)) -M 18
+	phase ring 120 -m ring -k wr -P 3
+	# EAGAIN: a budget far below the default.  rv refuses values below
+	# its minimum (16; 256 before): then 256, with one QP per
+	# connection and writes posted faster than rxe moves them.
+	barrier before-reload || true
+	if rmmod rv; then
+		insmod "$RV_KO" conn_wqe_budget=16 2>/dev/null ||
+			tap_run insmod-small-budget insmod "$RV_KO" conn_wqe_budget=256
+	else
+		tap_fail rmmod-for-small-budget
+	fi
+	grep -qw '^rv' /proc/modules || insmod "$RV_KO"
+	tap_diag "conn_wqe_budget=$(cat /sys/module/rv/parameters/conn_wqe_budget 2>/dev/null)"
+	barrier after-reload || true
+	phase eagain 200 -m eagain -k wg -P 1 -c 1 -F 16384 -C 1024
+	barrier before-restore || true
+	tap_run reload-default reload_rv
+}
+
+a2a() {
+	phase a2a 220 -m stream -k wa -P 4 -b $((1 << 20)) -M 18
+}
+
+tap_begin
+tap_diag "node$me of $RV_NODES ($RV_NODE_IPS), mode $mode"
+if [[ ! -x $WT ]] || ! grep -qw '^rv' /proc/modules; then
+	tap_skip "write-$mode" "rv_write_test not built or rv not loaded"
+	tap_end
+	exit
+fi
+case $mode in
+pair) pair ;;
+a2a) a2a ;;
+*)
+	echo "unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+tap_end
