@@ -1525,11 +1525,12 @@ static int cmd_lat(int argc, char **argv)
 	       s.o.sleep ? "poll(2) for events" : "yielding spin on the ring",
 	       s.o.iters, s.o.warmup);
 	printf("one-way latency = half the round trip, us\n");
-	printf("%-3s %5s %4s %3s %8s %8s %8s %8s %8s\n", "#", "bytes", "conn",
-	       "api", "min", "median", "avg", "p99", "max");
-	printf("lat %5d %4u %3s %8.2f %8.2f %8.2f %8.2f %8.2f\n", 8,
+	printf("%-3s %5s %4s %3s %8s %8s %8s %8s %8s %4s\n", "#", "bytes",
+	       "conn", "api", "min", "median", "avg", "p99", "max", "wait");
+	printf("lat %5d %4u %3s %8.2f %8.2f %8.2f %8.2f %8.2f %4s\n", 8,
 	       s.n.peer.num_conn, s.o.single ? "one" : "vec", rtt.us[0], med,
-	       series_mean(&rtt), rtt.us[k ? k - 1 : 0], rtt.us[rtt.n - 1]);
+	       series_mean(&rtt), rtt.us[k ? k - 1 : 0], rtt.us[rtt.n - 1],
+	       s.o.sleep ? "poll" : "spin");
 	free(rtt.us);
 	return wr_teardown(&s.n, rounds, s.recvs);
 }

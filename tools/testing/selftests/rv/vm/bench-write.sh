@@ -67,8 +67,11 @@ steps() {
 		echo "rvbw -C $nc"
 	done
 	echo "rvbw -C 4 --single"
+	# Waiting in a yielding spin and in poll(2): see the README.
 	echo "rvlat -C 4"
 	echo "rvlat -C 4 --single"
+	echo "rvlat -C 4 --sleep"
+	echo "rvlat -C 4 --single --sleep"
 	echo "plat"
 	for size in ${SIZES//,/ }; do
 		echo "pbw $(to_bytes "$size")"
@@ -203,11 +206,12 @@ END {
 		"$out/bw.dat"
 	echo
 	echo "8-byte one-way latency (half round trip), us"
+	echo "rv: num_conn 4; spin = sched_yield() loop on the ring, poll = poll(2) on the file"
 	printf "%-30s %8s %8s %8s %8s\n" what min median avg p99
 	awk '$1 == "lat" {
-		what = "rv_post_writes(1)"
-		if ($4 == "one") { what = "rv_post_write"; one = $6 } else rv = $6
-		printf "%-30s %8s %8s %8s %8s\n", "rv lat nc4 " what, $5, $6, $7, $8
+		what = ($4 == "one" ? "rv_post_write" : "rv_post_writes(1)")
+		med[what " " $10] = $6
+		printf "%-30s %8s %8s %8s %8s\n", what ", " $10, $5, $6, $7, $8
 	}
 	$1 == "plat" {
 		printf "%-30s %8s %8s %8s %8s\n", "ib_write_lat", $3, $4, $5, $6
@@ -215,7 +219,8 @@ END {
 	}
 	END {
 		if (pt > 0)
-			printf "median ratio rv/perftest: rv_post_writes(1) %.2f, rv_post_write %.2f\n", rv / pt, one / pt
+			for (w in med)
+				printf "median ratio rv/perftest, %s: %.2f\n", w, med[w] / pt
 	}' "$node0"
 	echo
 	echo "post cost per write (us, time inside the post calls / writes) and longest"
