@@ -43,11 +43,12 @@ DEBIAN_PACKAGES := \
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
-.PHONY: all setup packages module librv selftests check lint \
-	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module check-debug
+.PHONY: all setup packages module module-clean librv selftests examples check lint \
+	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module \
+	check-debug install uninstall install-dkms check-man
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
-all: module librv selftests
+all: module librv selftests examples
 
 setup: packages
 	$(MAKE) all
@@ -66,14 +67,77 @@ module:
 	@test -d $(KDIR) || { echo "no kernel headers at $(KDIR): run make setup" >&2; exit 1; }
 	$(MAKE) $(KBUILD_ARGS) modules
 
+module-clean:
+	$(MAKE) $(KBUILD_ARGS) clean
+
 librv:
 	$(MAKE) -C $(LIBRV)
 
 selftests: librv $(KSFT_DIR)/kselftest_harness.h
 	$(MAKE) -C $(SELFTESTS) KSFT_DIR=$(KSFT_DIR)
 
+# rv_rendezvous, the demo the "demo" test group runs between two VMs.
+examples: librv
+	$(MAKE) -C examples
+
 check: all
 	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
+
+# ---- Installation ----------------------------------------------------------
+# "make install" puts the module where modprobe finds it before an in-kernel
+# rv (updates/), the uAPI header and librv under $(PREFIX), man pages for
+# librv (man3) and the module (rv(7)), and the udev rule for /dev/rv.  Paths
+# the kernel or udev read (/lib/modules, /lib/udev) do not move with
+# PREFIX; DESTDIR stages everything, and then depmod is left to whoever
+# installs the staged tree (it would otherwise index the host's modules).
+PREFIX ?= /usr/local
+DESTDIR ?=
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+MODDIR ?= /lib/modules/$(KVER)/updates
+UDEVRULESDIR ?= /lib/udev/rules.d
+DKMS_SRCDIR ?= /usr/src
+INSTALL ?= install
+# One version for librv, the DKMS package and its /usr/src directory.
+RV_VERSION := $(shell sed -n 's/^VERSION *:= *//p' $(LIBRV)/Makefile 2>/dev/null)
+LIBRV_DIRS := PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
+	MANDIR=$(MANDIR) DESTDIR=$(DESTDIR)
+
+install: module librv
+	$(INSTALL) -d $(DESTDIR)$(MODDIR) $(DESTDIR)$(UDEVRULESDIR) \
+		$(DESTDIR)$(MANDIR)/man7
+	$(INSTALL) -m 644 $(RV_KO) $(DESTDIR)$(MODDIR)/rv.ko
+	$(INSTALL) -m 644 packaging/60-rv.rules $(DESTDIR)$(UDEVRULESDIR)/60-rv.rules
+	$(INSTALL) -m 644 man/rv.7 $(DESTDIR)$(MANDIR)/man7/rv.7
+	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) install
+	$(if $(DESTDIR),,depmod -a $(KVER))
+
+uninstall:
+	rm -f $(DESTDIR)$(MODDIR)/rv.ko $(DESTDIR)$(UDEVRULESDIR)/60-rv.rules \
+		$(DESTDIR)$(MANDIR)/man7/rv.7
+	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) uninstall
+	$(if $(DESTDIR),,depmod -a $(KVER))
+
+# The sources dkms.conf builds, in their in-tree layout, under
+# $(DESTDIR)$(DKMS_SRCDIR)/rv-$(RV_VERSION); then "dkms add rv/$(RV_VERSION)".
+DKMS_DIR = $(DESTDIR)$(DKMS_SRCDIR)/rv-$(RV_VERSION)
+install-dkms:
+	@grep -qx 'PACKAGE_VERSION="$(RV_VERSION)"' dkms.conf || \
+		{ echo "dkms.conf: PACKAGE_VERSION is not $(RV_VERSION)" >&2; exit 1; }
+	$(INSTALL) -d $(DKMS_DIR)/$(RV_DIR) $(DKMS_DIR)/include/uapi/rdma
+	$(INSTALL) -m 644 Makefile Kconfig dkms.conf $(DKMS_DIR)/
+	$(INSTALL) -m 644 $(RV_DIR)/Makefile $(RV_DIR)/Kconfig \
+		$(filter-out %.mod.c,$(wildcard $(RV_DIR)/*.[ch])) $(DKMS_DIR)/$(RV_DIR)/
+	$(INSTALL) -m 644 include/uapi/rdma/rv_user_ioctls.h \
+		$(DKMS_DIR)/include/uapi/rdma/
+
+# groff -ww on rv(7) (and mandoc -T lint when installed), then librv's pages.
+check-man:
+	@out=$$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z man/rv.7 2>&1); \
+	if [ -n "$$out" ]; then echo "man/rv.7: $$out"; exit 1; fi
+	@if command -v mandoc >/dev/null; then mandoc -T lint -W warning man/rv.7; fi
+	$(MAKE) -s -C $(LIBRV) check-man
 
 # ---- Debug kernel: KASAN, lockdep, kmemleak, fault injection, UBSAN -------
 # Built from linux-source-6.1 by build-debug-kernel.sh and cached outside the
@@ -143,4 +207,5 @@ clean:
 	-$(MAKE) $(KBUILD_ARGS) clean
 	-$(MAKE) -C $(LIBRV) clean
 	-$(MAKE) -C $(SELFTESTS) clean
+	-$(MAKE) -C examples clean
 	rm -rf $(BUILD)

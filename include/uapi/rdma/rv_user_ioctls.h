@@ -17,8 +17,8 @@
  *   size).
  * - Unknown bits in @flags are rejected.
  * - A command's minimum @size is the size of its struct as first
- *   released; for every struct in this header but rv_query (64, see
- *   there) that is its current size.
+ *   released: 64 for rv_query, rv_attach and rv_conn_query (each says
+ *   which fields were appended), the current size for every other.
  * - Addresses are __aligned_u64, objects are named by small integer
  *   handles; no kernel pointer is ever returned.
  * - The layout is identical for i386, x32 and x86-64 (no implicit
@@ -73,6 +73,10 @@ enum {
 #define RV_MAX_SLOT_BITS	16
 #define RV_MIN_RING_ENTRIES	64
 #define RV_MAX_RING_ENTRIES	(1U << 20)
+#define RV_MIN_HEARTBEAT_MS	50
+#define RV_MAX_HEARTBEAT_MS	600000
+/* ATTACH's @heartbeat_ms value that turns heartbeats off for the job. */
+#define RV_HEARTBEAT_OFF	0xffffffffU
 
 /**
  * struct rv_query - what this rv supports
@@ -96,6 +100,9 @@ enum {
  * @conn_timeout_ms: out: establishment timeout CONN_CONNECT uses when it
  *	passes 0 (module parameter conn_timeout_ms)
  * @conn_query_flags: out: RV_CONN_QUERY_F_* bits this kernel accepts
+ * @default_heartbeat_ms: out: heartbeat interval used when ATTACH passes
+ *	0 (module parameter heartbeat_ms), or RV_HEARTBEAT_OFF
+ * @rsvd: 0
  *
  * Needs no ATTACH.  Minimum @size: 64 (up to @default_mr_cache_bytes, the
  * first release); the fields from @cm_port on were appended later.
@@ -120,6 +127,8 @@ struct rv_query {
 	__u32 conn_wqe_budget;
 	__u32 conn_timeout_ms;
 	__u32 conn_query_flags;
+	__u32 default_heartbeat_ms;
+	__u32 rsvd;
 };
 
 #define RV_IOCTL_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_QUERY)
@@ -148,6 +157,15 @@ struct rv_query {
  * @slot: out: this process's slot index in the job
  * @mr_cache_bytes: in/out: this process's MR cache limit in bytes, 0 for
  *	the module default; on return the value in effect
+ * @heartbeat_ms: in/out: job-wide: each QP of the job's connections that
+ *	saw no completion for this long sends a zero-length RDMA WRITE, so a
+ *	dead path is noticed (and the QP replaced) even when no traffic
+ *	flows, in both directions; RV_MIN_HEARTBEAT_MS..RV_MAX_HEARTBEAT_MS,
+ *	RV_HEARTBEAT_OFF, or 0 for the module default; on return the value
+ *	in effect
+ * @rsvd: must be 0
+ *
+ * The fields from @heartbeat_ms on were appended: the minimum @size is 64.
  *
  * All files of one uid that attach with the same job key to the same
  * device and port form one job; the first creates it.  @num_conn,
@@ -157,11 +175,12 @@ struct rv_query {
  * Errors:
  *  EINVAL     @port_num not a port of the device, @gid_index not a valid
  *             GID entry, @job_key_len or a size out of range, non-zero key
- *             bytes past @job_key_len, @ring_entries not a power of two
+ *             bytes past @job_key_len, @ring_entries not a power of two,
+ *             @rsvd not 0
  *  ENODEV     no RDMA device has @dev_index, or it is being removed
  *  EALREADY   this file is already attached
- *  EBUSY      the job exists with a different @num_conn, @slot_bits or
- *             @gid_index (after defaults are applied)
+ *  EBUSY      the job exists with a different @num_conn, @slot_bits,
+ *             @gid_index or @heartbeat_ms (after defaults are applied)
  *  ENOSPC     every slot of the job is taken
  *  ENOMEM     out of memory, or the event ring would exceed the caller's
  *             RLIMIT_MEMLOCK
@@ -179,6 +198,8 @@ struct rv_attach {
 	__u32 ring_entries;
 	__u32 slot;
 	__aligned_u64 mr_cache_bytes;
+	__u32 heartbeat_ms;
+	__u32 rsvd;
 };
 
 #define RV_IOCTL_ATTACH _IO(RV_IOCTL_TYPE, RV_CMD_ATTACH)
@@ -619,6 +640,9 @@ struct rv_conn_connect {
  * @inflight: out: writes posted and not completed yet
  * @max_segment: out: the longest single RDMA WRITE the device takes
  *	(the port's maximum message size); longer writes are split
+ * @heartbeats: out: heartbeats sent on the connection's QPs
+ * @qp_errors: out: QPs replaced after an error completion (a write's or
+ *	a heartbeat's) or a fatal QP event
  *
  * The fields from @writes_posted on were appended: the minimum @size is 64.
  *
@@ -659,6 +683,8 @@ struct rv_conn_query {
 	__aligned_u64 recv_errors;
 	__u32 inflight;
 	__u32 max_segment;
+	__aligned_u64 heartbeats;
+	__aligned_u64 qp_errors;
 };
 
 #define RV_IOCTL_CONN_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_CONN_QUERY)

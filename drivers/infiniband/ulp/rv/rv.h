@@ -81,6 +81,8 @@ struct rv_device {
  * @gid_index: local GID index the job's connections use
  * @num_conn: RC QPs per remote node
  * @slot_bits: immediate bits naming a process slot
+ * @heartbeat_ms: idle time before a QP sends a heartbeat, or
+ *	RV_HEARTBEAT_OFF
  */
 struct rv_job_params {
 	kuid_t uid;
@@ -90,6 +92,7 @@ struct rv_job_params {
 	u32 gid_index;
 	u32 num_conn;
 	u32 slot_bits;
+	u32 heartbeat_ms;
 };
 
 /**
@@ -205,6 +208,7 @@ extern unsigned int rv_default_num_conn;
 extern unsigned int rv_default_slot_bits;
 extern unsigned int rv_default_ring_entries;
 extern unsigned long rv_default_mr_cache_bytes;
+extern unsigned int rv_default_heartbeat_ms;
 
 /* rv_device.c */
 int rv_device_init(void);

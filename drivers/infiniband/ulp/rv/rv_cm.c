@@ -101,8 +101,8 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		.send_cq = qp->cq,
 		.recv_cq = qp->cq,
 		.cap = {
-			/* One more of each for a drain marker. */
-			.max_send_wr = conn->depth + 1,
+			/* Drain markers, and a heartbeat on the send queue. */
+			.max_send_wr = conn->depth + 2,
 			.max_recv_wr = conn->depth + 1,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
@@ -115,6 +115,9 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	ret = rdma_create_qp(id, conn->job->pd, &attr);
 	if (ret)
 		return ret;
+	/* The old QP's faults were all handled before it was destroyed. */
+	WRITE_ONCE(qp->broken, false);
+	WRITE_ONCE(qp->fault_qp, NULL);
 	ret = rv_write_post_recvs(qp, id->qp);
 	if (ret)
 		rdma_destroy_qp(id);
@@ -570,6 +573,7 @@ static void rv_cm_fault_work(struct work_struct *work)
 	if (!conn->dead && qp->cm_id && !qp->dead_id &&
 	    qp->cm_id->qp == READ_ONCE(qp->fault_qp)) {
 		rv_conn_dbg(conn, "qp %u: failed, replacing it\n", qp->index);
+		atomic64_inc(&conn->qp_errors);
 		rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
 	}
 	mutex_unlock(&conn->lock);
@@ -578,6 +582,7 @@ static void rv_cm_fault_work(struct work_struct *work)
 /* @ibqp of @qp failed; any context (async events may be atomic). */
 void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp)
 {
+	WRITE_ONCE(qp->broken, true);
 	WRITE_ONCE(qp->fault_qp, ibqp);
 	queue_work(rv_cm_wq, &qp->fault_work);
 }

@@ -119,10 +119,10 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		goto out_free_conn;
 	conn->id = ret;
 
-	/* Each queue and the CQ also hold a drain marker. */
+	/* Room for drain markers and a heartbeat, see rv_conn_qp. */
 	depth = rv_conn_wqe_budget / num_conn;
-	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 1);
-	depth = min_t(u32, depth, ibdev->attrs.max_cqe / 3 - 2);
+	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 2);
+	depth = min_t(u32, depth, (ibdev->attrs.max_cqe - 5) / 3);
 	depth = max(depth, 1U);
 
 	kref_init(&conn->kref);
@@ -136,6 +136,7 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	init_waitqueue_head(&conn->wait);
 	conn->timeout = msecs_to_jiffies(rv_conn_timeout_ms);
 	conn->max_segment = port_attr.max_msg_sz ?: SZ_1G;
+	rv_write_conn_init(conn);
 
 	for (i = 0; i < num_conn; i++) {
 		struct rv_conn_qp *qp = &conn->qps[i];
@@ -144,11 +145,11 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->index = i;
 		rv_cm_qp_init(qp);
 		/*
-		 * Send completions: @depth credits plus a drain marker; two
-		 * QPs' receives and markers, for the time a failed QP and a
-		 * timed-out one are drained together.
+		 * Send completions: @depth credits, a drain marker and a
+		 * heartbeat; two QPs' receives and markers, for the time a
+		 * failed QP and a timed-out one are drained together.
 		 */
-		qp->cq = ib_alloc_cq(ibdev, qp, 3 * depth + 4,
+		qp->cq = ib_alloc_cq(ibdev, qp, 3 * depth + 5,
 				     i % ibdev->num_comp_vectors,
 				     IB_POLL_WORKQUEUE);
 		if (IS_ERR(qp->cq)) {
@@ -199,6 +200,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 	mutex_unlock(&conn->lock);
 
 	/* No work can be queued again: every kick checks @dead. */
+	cancel_delayed_work_sync(&conn->hb_work);
 	for (i = 0; i < conn->num_conn; i++) {
 		cancel_delayed_work_sync(&conn->qps[i].work);
 		cancel_work_sync(&conn->qps[i].fault_work);
@@ -310,6 +312,9 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 	}
 	list_add_tail(&conn->list, &rv_conns);
 	list_add_tail(&conn->job_list, &job->conns);
+	if (job->params.heartbeat_ms != RV_HEARTBEAT_OFF)
+		queue_delayed_work(rv_cm_wq, &conn->hb_work,
+				   msecs_to_jiffies(job->params.heartbeat_ms));
 
 out_found:
 	mutex_lock(&conn->lock);

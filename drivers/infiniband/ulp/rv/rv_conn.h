@@ -99,12 +99,18 @@ struct rv_drain {
  *	whichever cm_id (QP) they were posted on
  * @sdrain: send queue marker of the last drain
  * @rdrain: receive queue marker of the last drain
+ * @hb_cqe: completion entry of the QP's heartbeat
+ * @hb_inflight: a heartbeat is posted; protected by @sq_lock
+ * @last_activity: jiffies of the QP's last completion (any kind)
+ * @broken: the current QP failed and waits for @fault_work: posts skip
+ *	it; set without a lock from any context, cleared (with @fault_qp)
+ *	under @conn->lock when a new QP is created
  * @fault_work: replaces the QP after an error (rv_cm_qp_fault())
  * @fault_qp: the ib_qp that failed, compared (never dereferenced) with
  *	the current one by @fault_work
  *
- * A QP's send queue has @conn->depth + 1 entries and its receive queue as
- * many: @depth for writes (and receives), one for a drain marker.
+ * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
+ * for a drain marker, one for a heartbeat; its receive queue @depth + 1.
  */
 struct rv_conn_qp {
 	struct rv_conn *conn;
@@ -121,6 +127,10 @@ struct rv_conn_qp {
 	struct list_head inflight;
 	struct rv_drain sdrain;
 	struct rv_drain rdrain;
+	struct ib_cqe hb_cqe;
+	bool hb_inflight;
+	unsigned long last_activity;
+	bool broken;
 	struct work_struct fault_work;
 	struct ib_qp *fault_qp;
 };
@@ -164,6 +174,9 @@ struct rv_conn_qp {
  * @drops_ring_full: arrivals dropped on a full ring (atomic)
  * @recv_errors: receive completions in error, flushes aside (atomic)
  * @inflight: writes in flight on all QPs (atomic)
+ * @hb_work: sends heartbeats on idle QPs, every job heartbeat_ms
+ * @heartbeats: heartbeats sent (atomic)
+ * @qp_errors: QPs replaced after errors (atomic)
  * @qps: @num_conn QPs
  */
 struct rv_conn {
@@ -200,6 +213,9 @@ struct rv_conn {
 	atomic64_t drops_ring_full;
 	atomic64_t recv_errors;
 	atomic_t inflight;
+	struct delayed_work hb_work;
+	atomic64_t heartbeats;
+	atomic64_t qp_errors;
 
 	struct rv_conn_qp qps[];
 };
@@ -312,6 +328,7 @@ void rv_write_exit(void);
 void rv_write_file_init(struct rv_file *rf);
 bool rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
+void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_qp_drain(struct rv_conn_qp *qp, struct ib_qp *ibqp);
 void rv_write_qp_flush(struct rv_conn_qp *qp);
 int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp);

@@ -206,6 +206,8 @@ static void rv_conn_read_stats(struct rv_conn *conn,
 	cmd->recv_errors = atomic64_read(&conn->recv_errors);
 	cmd->inflight = atomic_read(&conn->inflight);
 	cmd->max_segment = conn->max_segment;
+	cmd->heartbeats = atomic64_read(&conn->heartbeats);
+	cmd->qp_errors = atomic64_read(&conn->qp_errors);
 }
 
 int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,

@@ -98,14 +98,15 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
-static_assert(sizeof(struct rv_query) == 80);
+static_assert(sizeof(struct rv_query) == 88);
 static_assert(offsetof(struct rv_query, cm_port) == 64);
 static_assert(offsetof(struct rv_query, conn_query_flags) == 76);
 static_assert(offsetof(struct rv_query, cmd_mask) == 8);
 static_assert(offsetof(struct rv_query, attach_flags) == 16);
 static_assert(offsetof(struct rv_query, default_ring_entries) == 52);
 static_assert(offsetof(struct rv_query, default_mr_cache_bytes) == 56);
-static_assert(sizeof(struct rv_attach) == 64);
+static_assert(sizeof(struct rv_attach) == 72);
+static_assert(offsetof(struct rv_attach, heartbeat_ms) == 64);
 static_assert(offsetof(struct rv_attach, dev_index) == 8);
 static_assert(offsetof(struct rv_attach, job_key_len) == 20);
 static_assert(offsetof(struct rv_attach, job_key) == 24);
@@ -135,7 +136,8 @@ static_assert(offsetof(struct rv_conn_create, conn_id) == 144);
 static_assert(offsetof(struct rv_conn_create, recv_depth) == 156);
 static_assert(sizeof(struct rv_conn_connect) == 16);
 static_assert(offsetof(struct rv_conn_connect, timeout_ms) == 12);
-static_assert(sizeof(struct rv_conn_query) == 144);
+static_assert(sizeof(struct rv_conn_query) == 160);
+static_assert(offsetof(struct rv_conn_query, qp_errors) == 152);
 static_assert(offsetof(struct rv_conn_query, writes_posted) == 64);
 static_assert(offsetof(struct rv_conn_query, max_segment) == 140);
 static_assert(sizeof(struct rv_write) == 48);
@@ -184,6 +186,8 @@ static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->conn_wqe_budget = rv_conn_wqe_budget;
 	cmd->conn_timeout_ms = rv_conn_timeout_ms;
 	cmd->conn_query_flags = RV_CONN_QUERY_F_WAIT;
+	cmd->default_heartbeat_ms = rv_default_heartbeat_ms;
+	cmd->rsvd = 0;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
 
@@ -217,6 +221,15 @@ static int rv_attach_check(struct rv_attach *cmd)
 
 	if (!cmd->mr_cache_bytes)
 		cmd->mr_cache_bytes = rv_default_mr_cache_bytes;
+
+	if (cmd->rsvd)
+		return -EINVAL;
+	if (!cmd->heartbeat_ms)
+		cmd->heartbeat_ms = rv_default_heartbeat_ms;
+	if (cmd->heartbeat_ms != RV_HEARTBEAT_OFF &&
+	    (cmd->heartbeat_ms < RV_MIN_HEARTBEAT_MS ||
+	     cmd->heartbeat_ms > RV_MAX_HEARTBEAT_MS))
+		return -EINVAL;
 	return 0;
 }
 
@@ -283,6 +296,7 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	params.gid_index = cmd->gid_index;
 	params.num_conn = cmd->num_conn;
 	params.slot_bits = cmd->slot_bits;
+	params.heartbeat_ms = cmd->heartbeat_ms;
 
 	ring = rv_ring_alloc(cmd->ring_entries, current->mm);
 	if (IS_ERR(ring)) {

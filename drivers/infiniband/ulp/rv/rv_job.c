@@ -25,7 +25,8 @@ static bool rv_job_same_config(const struct rv_job_params *a,
 			       const struct rv_job_params *b)
 {
 	return a->gid_index == b->gid_index && a->num_conn == b->num_conn &&
-	       a->slot_bits == b->slot_bits;
+	       a->slot_bits == b->slot_bits &&
+	       a->heartbeat_ms == b->heartbeat_ms;
 }
 
 /* Caller holds dev->rwsem and dev->jobs_lock. */

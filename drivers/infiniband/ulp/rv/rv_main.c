@@ -29,6 +29,10 @@ unsigned long rv_default_mr_cache_bytes = 256UL << 20;
 module_param_named(mr_cache_bytes, rv_default_mr_cache_bytes, ulong, 0444);
 MODULE_PARM_DESC(mr_cache_bytes, "Default MR cache limit per process in bytes (non-zero, default 256 MiB)");
 
+unsigned int rv_default_heartbeat_ms = 1000;
+module_param_named(heartbeat_ms, rv_default_heartbeat_ms, uint, 0444);
+MODULE_PARM_DESC(heartbeat_ms, "Idle time before a QP sends a heartbeat, when ATTACH passes 0 (50..600000, 4294967295 = off, default 1000)");
+
 static int rv_check_params(void)
 {
 	if (!rv_default_num_conn ||
@@ -50,6 +54,14 @@ static int rv_check_params(void)
 		pr_err("ring_entries=%u is not a power of two in %u..%u\n",
 		       rv_default_ring_entries, RV_MIN_RING_ENTRIES,
 		       RV_MAX_RING_ENTRIES);
+		return -EINVAL;
+	}
+	if (rv_default_heartbeat_ms != RV_HEARTBEAT_OFF &&
+	    (rv_default_heartbeat_ms < RV_MIN_HEARTBEAT_MS ||
+	     rv_default_heartbeat_ms > RV_MAX_HEARTBEAT_MS)) {
+		pr_err("heartbeat_ms=%u out of range %u..%u\n",
+		       rv_default_heartbeat_ms, RV_MIN_HEARTBEAT_MS,
+		       RV_MAX_HEARTBEAT_MS);
 		return -EINVAL;
 	}
 	if (!rv_default_mr_cache_bytes) {

@@ -118,6 +118,7 @@ static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_write_ctx *ctx = container_of(wc->wr_cqe,
 						struct rv_write_ctx, cqe);
 
+	WRITE_ONCE(ctx->qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
 		rv_write_set_status(ctx, wc->status);
 		/* The QP is in error now: have it replaced. */
@@ -172,6 +173,7 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_conn *conn = qp->conn;
 	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
 
+	WRITE_ONCE(qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
 		/* Flushes: the QP is going away, its receives with it. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
@@ -209,6 +211,74 @@ int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp)
 	return 0;
 }
 
+static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
+					     hb_cqe);
+
+	spin_lock(&qp->sq_lock);
+	qp->hb_inflight = false;
+	spin_unlock(&qp->sq_lock);
+	if (wc->status == IB_WC_SUCCESS)
+		WRITE_ONCE(qp->last_activity, jiffies);
+	else if (wc->status != IB_WC_WR_FLUSH_ERR)
+		rv_cm_qp_fault(qp, wc->qp);	/* the path is dead */
+}
+
+/*
+ * A QP idle for heartbeat_ms sends a zero-length RDMA WRITE (no rkey
+ * needed, no receive consumed): the transport's acknowledgment proves the
+ * path, its retry exhaustion fails the QP, which is then replaced.  Both
+ * sides do it, so a node that only receives notices a dead path too.
+ */
+static void rv_write_hb_work(struct work_struct *work)
+{
+	struct rv_conn *conn = container_of(to_delayed_work(work),
+					    struct rv_conn, hb_work);
+	unsigned long period = msecs_to_jiffies(conn->job->params.heartbeat_ms);
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+	};
+	bool busy;
+	u32 i;
+
+	mutex_lock(&conn->lock);
+	if (conn->dead)
+		goto out_unlock;
+	for (i = 0; i < conn->num_conn; i++) {
+		struct rv_conn_qp *qp = &conn->qps[i];
+
+		if (qp->state != RV_QP_CONNECTED || !qp->cm_id ||
+		    time_before(jiffies, READ_ONCE(qp->last_activity) + period))
+			continue;
+		spin_lock(&qp->sq_lock);
+		busy = qp->hb_inflight;
+		qp->hb_inflight = true;
+		spin_unlock(&qp->sq_lock);
+		if (busy)
+			continue;
+		wr.wr.wr_cqe = &qp->hb_cqe;
+		if (ib_post_send(qp->cm_id->qp, &wr.wr, NULL)) {
+			spin_lock(&qp->sq_lock);
+			qp->hb_inflight = false;
+			spin_unlock(&qp->sq_lock);
+			continue;
+		}
+		atomic64_inc(&conn->heartbeats);
+	}
+	queue_delayed_work(rv_cm_wq, &conn->hb_work, period);
+out_unlock:
+	mutex_unlock(&conn->lock);
+}
+
+void rv_write_conn_init(struct rv_conn *conn)
+{
+	INIT_DELAYED_WORK(&conn->hb_work, rv_write_hb_work);
+}
+
 static void rv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	complete(&container_of(wc->wr_cqe, struct rv_drain, cqe)->done);
@@ -220,6 +290,8 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 	spin_lock_init(&qp->sq_lock);
 	qp->sq_free = qp->conn->depth;
 	INIT_LIST_HEAD(&qp->inflight);
+	qp->hb_cqe.done = rv_write_hb_done;
+	qp->last_activity = jiffies;
 	qp->sdrain.cqe.done = rv_drain_done;
 	qp->rdrain.cqe.done = rv_drain_done;
 	init_completion(&qp->sdrain.done);
@@ -334,7 +406,8 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 	for (i = 0; i < n; i++) {
 		struct rv_conn_qp *q = &conn->qps[(conn->next_qp + i) % n];
 
-		if (q->state != RV_QP_CONNECTED || !q->cm_id)
+		if (q->state != RV_QP_CONNECTED || !q->cm_id ||
+		    READ_ONCE(q->broken))
 			continue;
 		spin_lock(&q->sq_lock);
 		if (q->sq_free >= segs) {

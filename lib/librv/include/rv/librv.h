@@ -89,11 +89,12 @@ int rv_query(struct rv *rv, struct rv_query *q);
  *
  * Sets @a->size to sizeof(*@a); the caller fills in every other input
  * field (@flags, @dev_index, @port_num, @gid_index, @job_key_len,
- * @job_key, and @num_conn, @slot_bits, @ring_entries, @mr_cache_bytes or 0
- * for the module defaults).  Zero the struct first so that fields added by
- * later versions of the header read as "not used".  On success the kernel
- * writes back @slot and the values in effect for @num_conn, @slot_bits,
- * @ring_entries and @mr_cache_bytes, and the slot is remembered for
+ * @job_key, and @num_conn, @slot_bits, @ring_entries, @mr_cache_bytes,
+ * @heartbeat_ms or 0 for the module defaults).  Zero the struct first so
+ * that fields added by later versions of the header read as "not used".
+ * On success the kernel writes back @slot and the values in effect for
+ * @num_conn, @slot_bits, @ring_entries, @mr_cache_bytes and
+ * @heartbeat_ms, and the slot is remembered for
  * rv_slot().  rv_device_index() turns a device name into @dev_index.
  *
  * The event ring is mapped too (see rv_poll_events()).  If that fails the
@@ -107,8 +108,8 @@ int rv_query(struct rv *rv, struct rv_query *q);
  *             @num_conn, @slot_bits or @ring_entries is out of range
  *  -ENODEV    no RDMA device has @dev_index, or it is being removed
  *  -EALREADY  this file is already attached
- *  -EBUSY     the job exists with another @num_conn, @slot_bits or
- *             @gid_index
+ *  -EBUSY     the job exists with another @num_conn, @slot_bits,
+ *             @gid_index or @heartbeat_ms
  *  -ENOSPC    every slot of the job is taken
  *  -EFAULT    @a is not accessible
  *  -ENOMEM    out of kernel memory, or the event ring would exceed

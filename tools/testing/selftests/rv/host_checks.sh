@@ -27,21 +27,31 @@ check() {
 	fi
 }
 
+# renumber NAME CMD...: CMD prints TAP of its own; renumber its results
+# into this stream (its diagnostics too), plus one result for its exit
+# status so that a crash before any "not ok" still fails.
+renumber() {
+	local name=$1 rc=0 line
+	shift
+	"$@" >"$log/$name" 2>&1 || rc=$?
+	while IFS= read -r line; do
+		if [[ $line =~ ^(ok|not\ ok)\ [0-9]+\ (.*)$ ]]; then
+			n=$((n + 1))
+			[[ ${BASH_REMATCH[1]} == ok ]] || failed=1
+			echo "${BASH_REMATCH[1]} $n ${BASH_REMATCH[2]}"
+		elif [[ $line == "# "* ]]; then
+			echo "$line"
+		fi
+	done <"$log/$name"
+	check "$name-exit" test "$rc" -eq 0
+}
+
 echo "TAP version 13"
-# layout-check prints TAP of its own; renumber it into this stream.
-make -s -C tools/testing/selftests/rv layout-check >"$log/layout" 2>&1
-layout_rc=$?
-while IFS= read -r line; do
-	if [[ $line =~ ^(ok|not\ ok)\ [0-9]+\ (.*)$ ]]; then
-		n=$((n + 1))
-		[[ ${BASH_REMATCH[1]} == ok ]] || failed=1
-		echo "${BASH_REMATCH[1]} $n ${BASH_REMATCH[2]}"
-	fi
-done <"$log/layout"
-check layout-check-exit test "$layout_rc" -eq 0
-check librv-man-pages make -s -C lib/librv check-man
+renumber layout-check make -s -C tools/testing/selftests/rv layout-check
+check man-pages make -s check-man
 check kernel-W=1 make -s lint-w1
 check kernel-sparse make -s lint-sparse
 check kernel-checkpatch make -s checkpatch
+renumber install tools/testing/selftests/rv/install_test.sh
 echo "1..$n"
 exit "$failed"

@@ -38,7 +38,9 @@
 	F(rv_query, cm_port)				\
 	F(rv_query, conn_wqe_budget)			\
 	F(rv_query, conn_timeout_ms)			\
-	F(rv_query, conn_query_flags)
+	F(rv_query, conn_query_flags)			\
+	F(rv_query, default_heartbeat_ms)		\
+	F(rv_query, rsvd)
 
 #define RV_ATTACH_FIELDS(F)				\
 	F(rv_attach, size)				\
@@ -52,7 +54,9 @@
 	F(rv_attach, slot_bits)				\
 	F(rv_attach, ring_entries)			\
 	F(rv_attach, slot)				\
-	F(rv_attach, mr_cache_bytes)
+	F(rv_attach, mr_cache_bytes)			\
+	F(rv_attach, heartbeat_ms)			\
+	F(rv_attach, rsvd)
 
 #define RV_REG_MEM_FIELDS(F)				\
 	F(rv_reg_mem, size)				\
@@ -162,7 +166,9 @@
 	F(rv_conn_query, drops_ring_full)		\
 	F(rv_conn_query, recv_errors)			\
 	F(rv_conn_query, inflight)			\
-	F(rv_conn_query, max_segment)
+	F(rv_conn_query, max_segment)			\
+	F(rv_conn_query, heartbeats)			\
+	F(rv_conn_query, qp_errors)
 
 #define RV_CONN_DESTROY_FIELDS(F)			\
 	F(rv_conn_destroy, size)			\

@@ -1,0 +1,167 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# install_test.sh - "make install DESTDIR=<stage> PREFIX=/usr" puts every
+# file where README.md and rv(7) say, and a program builds, links and runs
+# against the staged copy alone (pkg-config with a sysroot), shared and
+# static.  TAP; run from the repo root after "make all".  Needs no RDMA
+# device: the program accepts a missing /dev/rv.
+#
+# shellcheck disable=SC2317	# the check functions are run through check()
+
+set -uo pipefail
+
+n=0
+failed=0
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+log=$stage.log
+T=tools/testing/selftests/rv
+
+# check NAME CMD...: one TAP result; output shown when it fails.
+check() {
+	local name=$1
+	shift
+	n=$((n + 1))
+	if "$@" >"$log" 2>&1; then
+		echo "ok $n $name"
+	else
+		failed=1
+		sed 's/^/# /' "$log" | tail -n 30
+		echo "not ok $n $name"
+	fi
+	rm -f "$log"
+}
+
+# The module directory is the kernel version the module was built for:
+# vermagic must name the directory it landed in.
+module_in_place() {
+	local ko vermagic
+	ko=$(find "$stage/lib/modules" -path '*/updates/rv.ko') || return 1
+	[[ $(wc -l <<<"$ko") -eq 1 && -f $ko ]] || { echo "rv.ko: '$ko'"; return 1; }
+	vermagic=$(modinfo -F vermagic "$ko") || return 1
+	[[ $ko == "$stage/lib/modules/${vermagic%% *}/updates/rv.ko" ]] ||
+		{ echo "$ko does not match vermagic $vermagic"; return 1; }
+	# DESTDIR set: depmod must not have run (it would index the stage).
+	! compgen -G "$stage/lib/modules/*/modules.dep" >/dev/null
+}
+
+udev_rule() {
+	grep -Eq '^KERNEL=="rv", SUBSYSTEM=="misc", MODE="0666"$' \
+		"$stage/lib/udev/rules.d/60-rv.rules"
+}
+
+# Every librv page in the tree and rv(7) are installed, and render.
+man_pages() {
+	local m
+	for m in lib/librv/man/*.3; do
+		[[ -f $stage/usr/share/man/man3/${m##*/} ]] || { echo "no ${m##*/}"; return 1; }
+	done
+	[[ -f $stage/usr/share/man/man7/rv.7 ]] || { echo "no rv.7"; return 1; }
+	MANWIDTH=80 man -l "$stage/usr/share/man/man7/rv.7" | grep -q 'RV_IOCTL_POST_WRITE'
+}
+
+library() {
+	local l=$stage/usr/lib
+	[[ -f $l/librv.so.1.1.0 && -f $l/librv.a && -f $stage/usr/include/rv/librv.h &&
+	   -f $stage/usr/include/rdma/rv_user_ioctls.h ]] || return 1
+	[[ $(readlink "$l/librv.so.1") == librv.so.1.1.0 &&
+	   $(readlink "$l/librv.so") == librv.so.1 ]] || { echo "bad links"; return 1; }
+	readelf -d "$l/librv.so.1.1.0" | grep -q 'Library soname: \[librv.so.1\]' ||
+		{ echo "soname"; return 1; }
+	# Versioned exports: the 1.0 and 1.1 nodes, and nothing unversioned.
+	objdump -T "$l/librv.so.1.1.0" | grep -q 'LIBRV_1.0 *rv_open$' &&
+		objdump -T "$l/librv.so.1.1.0" | grep -q 'LIBRV_1.1 *rv_post_write$'
+}
+
+# pkg-config sees only the stage: PKG_CONFIG_LIBDIR replaces the default
+# search path, the sysroot prefixes -I/-L with the stage.
+pc() {
+	PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_LIBDIR=$stage/usr/lib/pkgconfig \
+		PKG_CONFIG_PATH='' pkg-config "$@" librv
+}
+
+# The one version librv, its .pc file and the DKMS package carry.
+version_want=$(sed -n 's/^VERSION *:= *//p' lib/librv/Makefile)
+
+pc_file() {
+	local version cflags libs
+	# read trims the blank pkg-config leaves at the end of a line.
+	read -r version <<<"$(pc --modversion)"
+	read -r cflags <<<"$(pc --cflags)"
+	read -r libs <<<"$(pc --libs)"
+	if grep -qx 'prefix=/usr' "$stage/usr/lib/pkgconfig/librv.pc" &&
+	   [[ $version == "$version_want" && $cflags == "-I$stage/usr/include" &&
+	      $libs == "-L$stage/usr/lib -lrv" ]]; then
+		return 0
+	fi
+	cat "$stage/usr/lib/pkgconfig/librv.pc"
+	echo "got: '$version' '$cflags' '$libs'"
+	return 1
+}
+
+build_shared() {
+	# shellcheck disable=SC2046	# pkg-config's words are the flags
+	gcc -std=c11 -Wall -Wextra -Werror -o "$stage/smoke" "$T/install_smoke.c" \
+		$(pc --cflags --libs)
+}
+
+# It must resolve librv from the stage, not from the tree or the system.
+run_shared() {
+	local where
+	where=$(LD_LIBRARY_PATH=$stage/usr/lib ldd "$stage/smoke" | grep 'librv\.so')
+	echo "$where"
+	[[ $where == *"=> $stage/usr/lib/librv.so.1 "* ]] || return 1
+	LD_LIBRARY_PATH=$stage/usr/lib "$stage/smoke"
+}
+
+build_run_static() {
+	# shellcheck disable=SC2046
+	gcc -std=c11 -Wall -Wextra -Werror -o "$stage/smoke-static" \
+		"$T/install_smoke.c" $(pc --cflags) "$stage/usr/lib/librv.a" &&
+		! ldd "$stage/smoke-static" | grep -q librv &&
+		"$stage/smoke-static"
+}
+
+# The tree install-dkms stages builds by itself with dkms.conf's MAKE[0]
+# (dkms sets kernelver and kernel_source_dir, then sources the file), so
+# "dkms build" works wherever the headers of a kernel are installed.
+dkms_tree() {
+	local d=$stage/usr/src/rv-$version_want ko kernelver kernel_source_dir
+	local -a MAKE BUILT_MODULE_LOCATION
+	local PACKAGE_VERSION
+	make -s install-dkms DESTDIR="$stage" || return 1
+	ko=$(find "$stage/lib/modules" -path '*/updates/rv.ko' -print -quit)
+	kernelver=$(modinfo -F vermagic "$ko") || return 1
+	kernelver=${kernelver%% *}
+	# shellcheck disable=SC2034	# read by MAKE[0] through eval
+	kernel_source_dir=/lib/modules/$kernelver/build
+	# shellcheck disable=SC1091	# generated into the stage
+	. "$d/dkms.conf" || return 1
+	[[ $PACKAGE_VERSION == "$version_want" ]] ||
+		{ echo "dkms.conf: $PACKAGE_VERSION, librv: $version_want"; return 1; }
+	(cd "$d" && eval "nice -n 10 ${MAKE[0]}") || return 1
+	modinfo "$d/${BUILT_MODULE_LOCATION[0]}rv.ko" | grep -E '^(name|vermagic):'
+}
+
+uninstall_all() {
+	make -s uninstall DESTDIR="$stage" PREFIX=/usr || return 1
+	local left
+	left=$(find "$stage" \( -type f -o -type l \) ! -name 'smoke*' ! -path '*/usr/src/*')
+	[[ -z $left ]] || { echo "left behind:"; echo "$left"; return 1; }
+}
+
+echo "TAP version 13"
+check install make -s install DESTDIR="$stage" PREFIX=/usr
+check install-module module_in_place
+check install-udev-rule udev_rule
+check install-man-pages man_pages
+check install-library library
+check install-pkg-config pc_file
+check install-build-shared build_shared
+check install-run-shared run_shared
+check install-build-run-static build_run_static
+check install-dkms-tree-builds dkms_tree
+check uninstall uninstall_all
+echo "1..$n"
+exit "$failed"
