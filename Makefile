@@ -38,7 +38,7 @@ DEBIAN_PACKAGES := \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
-	man-db util-linux
+	man-db util-linux gnuplot-nox
 
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi

@@ -124,7 +124,7 @@ int rv_conn_create(struct rv *rv, const struct sockaddr *addr,
 		return ret;
 	if (c)
 		*c = cmd;
-	/* Handles are at most RV_CONN_MAX_HANDLES (65535). */
+	/* Handles are at most 65535 (the uAPI's CONN_CREATE ENOSPC). */
 	return (int)cmd.handle;
 }
 

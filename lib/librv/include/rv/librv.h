@@ -271,7 +271,8 @@ uint64_t rv_ring_overflows(const struct rv *rv);
  *  -ENOTCONN      @rv is not attached
  *  -EPERM         used from another process than the one that attached
  *  -ENODEV        the device was removed
- *  -ENOSPC        the file holds RV_CONN_MAX_HANDLES handles
+ *  -ENOSPC        the file already holds 65535 connection handles (the
+ *                 most one file may have)
  *  -EADDRINUSE    rv's listener could not bind its port
  *  -EADDRNOTAVAIL the job's GID entry no longer exists
  *  -ENOMEM        out of kernel memory
@@ -347,10 +348,13 @@ int rv_slot_bits(const struct rv *rv);
 /**
  * rv_imm() - build a write's immediate
  * @slot_bits: the job's slot_bits (rv_slot_bits()), 1..RV_MAX_SLOT_BITS
- * @slot: the destination process's slot on the remote node
+ * @slot: the destination process's slot on the remote node, below
+ *	2^@slot_bits (only its low @slot_bits bits are kept: a larger value
+ *	names another slot)
  * @user: the middleware's bits; only the low 32 - @slot_bits are kept
  *
- * Return: @slot in the top @slot_bits bits, @user below.
+ * Return: @slot in the top @slot_bits bits, @user below.  rv_imm_slot()
+ * and rv_imm_user() take it apart again.
  */
 static inline uint32_t rv_imm(unsigned int slot_bits, uint32_t slot,
 			      uint32_t user)
@@ -412,12 +416,16 @@ int rv_post_write(struct rv *rv, const struct rv_write *w);
  * @w: @count writes
  * @count: how many; more than RV_MAX_POST_WRITES take several calls
  *
- * Posts in order and stops at the first write that fails.
+ * Posts in order and stops at the first write that fails; one ioctl per
+ * RV_MAX_POST_WRITES writes.
  *
  * Return: the number of writes posted (those from @w[0] on; fewer than
- * @count when one failed, e.g. with -EAGAIN: post the rest later), or,
+ * @count when one failed, e.g. with -EAGAIN: post the rest, from
+ * @w[returned], later; the errno of the write that stopped the batch is
+ * not reported, a call for the rest reports it if it still fails), or,
  * when not even the first could be posted, its negative errno as for
- * rv_post_write().  0 when @count is 0.
+ * rv_post_write(), or -EINVAL when @w is NULL and @count is not 0.  0 when
+ * @count is 0, without a system call (whether @rv is attached or not).
  */
 int rv_post_writes(struct rv *rv, const struct rv_write *w,
 		   unsigned int count);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -263,6 +264,229 @@ TEST(conn_calls)
 	EXPECT_EQ(0, rv_conn_destroy(rv, h));
 	EXPECT_EQ(-ENOENT, rv_conn_destroy(rv, h));
 	EXPECT_EQ(-ENOENT, rv_conn_connect(rv, h, 0));
+	rv_close(rv);
+}
+
+/*
+ * The immediate helpers are pure arithmetic: every slot_bits, with the
+ * boundary slots and user bits.  The expected values are built bit by bit
+ * here rather than with the helpers' own shifts, so a wrong shift or mask
+ * in librv.h cannot cancel out.
+ */
+TEST(imm_round_trip)
+{
+	static const uint32_t users[] = {
+		0, 1, 0x5a5a5a5a, 0xa5a5a5a5, 0x7fffffff, 0x80000000,
+		0xfffffffe, 0xffffffff,
+	};
+	unsigned int b, i, j, k;
+
+	for (b = RV_MIN_SLOT_BITS; b <= RV_MAX_SLOT_BITS; b++) {
+		uint32_t nslots = 1U << b;
+		uint32_t slots[] = { 0, 1, nslots / 2 - (nslots > 2),
+				     nslots / 2, nslots - 2, nslots - 1 };
+		uint32_t user_mask = 0;
+
+		for (k = 0; k < 32 - b; k++)
+			user_mask |= 1U << k;
+		for (i = 0; i < ARRAY_SIZE(slots); i++) {
+			for (j = 0; j < ARRAY_SIZE(users); j++) {
+				uint32_t slot = slots[i], user = users[j];
+				uint32_t imm = rv_imm(b, slot, user), want = 0;
+
+				for (k = 0; k < 32; k++) {
+					uint32_t bit = k < 32 - b ?
+						(user >> k) & 1 :
+						(slot >> (k - (32 - b))) & 1;
+
+					want |= bit << k;
+				}
+				ASSERT_EQ(want, imm)
+					TH_LOG("slot_bits %u slot %u user 0x%x",
+					       b, slot, user);
+				ASSERT_EQ(slot, rv_imm_slot(b, imm));
+				ASSERT_EQ(user & user_mask,
+					  rv_imm_user(b, imm));
+			}
+		}
+		/* The last slot with every user bit set fills all 32. */
+		EXPECT_EQ(0xffffffffU, rv_imm(b, nslots - 1, UINT32_MAX));
+		/* Documented: a slot past the job's wraps, bits above drop. */
+		EXPECT_EQ(rv_imm(b, 1, 7), rv_imm(b, nslots + 1, 7));
+		/* User bits never leak into the slot. */
+		EXPECT_EQ(0, rv_imm_slot(b, rv_imm(b, 0, UINT32_MAX)));
+	}
+}
+
+static void write_init(struct rv_write *w, uint32_t conn, uint32_t imm)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = 0x1234;
+	w->conn_handle = conn;
+	w->imm = imm;
+}
+
+/*
+ * Before ATTACH: a NULL argument is refused by librv itself (the kernel
+ * would have answered ENOTCONN, so -EINVAL here shows no ioctl was made),
+ * and everything else gets the kernel's ENOTCONN.
+ */
+TEST(write_calls_unattached)
+{
+	struct rv_write w[2];
+	struct rv_stats st;
+	struct rv *rv;
+
+	NEED_RV();
+	ASSERT_EQ(0, rv_open(&rv, 0));
+	EXPECT_EQ(-EINVAL, rv_post_write(rv, NULL));
+	EXPECT_EQ(-EINVAL, rv_post_writes(rv, NULL, 1));
+	EXPECT_EQ(-EINVAL, rv_post_writes(rv, NULL, RV_MAX_POST_WRITES + 1));
+	EXPECT_EQ(-EINVAL, rv_stats(rv, NULL));
+	/* Nothing to post: 0 without asking the kernel (it says EINVAL). */
+	EXPECT_EQ(0, rv_post_writes(rv, NULL, 0));
+	EXPECT_EQ(0, rv_post_writes(rv, w, 0));
+	EXPECT_EQ(-ENOTCONN, rv_slot_bits(rv));
+
+	write_init(&w[0], 1, 0);
+	write_init(&w[1], 1, 0);
+	EXPECT_EQ(-ENOTCONN, rv_post_write(rv, &w[0]));
+	EXPECT_EQ(-ENOTCONN, rv_post_writes(rv, w, 2));
+	memset(&st, 0xff, sizeof(st));
+	EXPECT_EQ(-ENOTCONN, rv_stats(rv, &st));
+	rv_close(rv);
+}
+
+/* rv_slot_bits() reports what ATTACH settled on, default included. */
+TEST(slot_bits)
+{
+	static const uint32_t want[] = { 0, RV_MIN_SLOT_BITS, 7,
+					 RV_MAX_SLOT_BITS };
+	struct rv_query q;
+	struct rv_attach a;
+	struct rv *rv;
+	unsigned int i;
+	int idx;
+
+	NEED_RV();
+	idx = rv_device_index(rv_test_ibdev());
+	if (idx < 0)
+		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(),
+		     strerror(-idx));
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		ASSERT_EQ(0, rv_open(&rv, 0));
+		ASSERT_EQ(0, rv_query(rv, &q));
+		rv_attach_init(&a, idx, 8);
+		a.slot_bits = want[i];
+		ASSERT_LE(0, rv_attach(rv, &a));
+		EXPECT_EQ(want[i] ? want[i] : q.default_slot_bits,
+			  rv_slot_bits(rv));
+		EXPECT_EQ(a.slot_bits, rv_slot_bits(rv));
+		rv_close(rv);
+	}
+}
+
+static void expect_stats_zero(struct __test_metadata *_metadata,
+			      const struct rv_stats *st)
+{
+	EXPECT_EQ(sizeof(*st), st->size);
+	EXPECT_EQ(0, st->flags);
+	EXPECT_EQ(0, st->writes_posted);
+	EXPECT_EQ(0, st->bytes_posted);
+	EXPECT_EQ(0, st->writes_completed);
+	EXPECT_EQ(0, st->writes_failed);
+	EXPECT_EQ(0, st->posts_eagain);
+	EXPECT_EQ(0, st->recvs);
+	EXPECT_EQ(0, st->bytes_received);
+	EXPECT_EQ(0, st->ring_overflows);
+	EXPECT_EQ(0, st->inflight);
+	EXPECT_EQ(0, st->rsvd);
+}
+
+/*
+ * After ATTACH, on one node: writes to a connection handle the file does
+ * not have, to a connection that was never connected, and batches that
+ * fail at their first write post nothing, and the figures stay at 0.  A
+ * forked child may read the figures but not post.
+ */
+TEST(write_calls_attached)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rv_write w[RV_MAX_POST_WRITES + 2];
+	struct rv_conn_query cq;
+	struct rv_stats st;
+	struct rv_attach a;
+	struct rv *rv;
+	unsigned int i;
+	int idx, gid, h, status;
+	pid_t pid;
+
+	NEED_RV();
+	idx = rv_device_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (idx < 0 || gid < 0)
+		SKIP(return, "RDMA device %s with an IPv4 GID needed",
+		     rv_test_ibdev());
+	ASSERT_EQ(0, rv_open(&rv, 0));
+	rv_attach_init(&a, idx, 8);
+	a.gid_index = gid;
+	ASSERT_EQ(0, rv_attach(rv, &a));
+
+	memset(&st, 0xff, sizeof(st));	/* rv_stats sets size and flags */
+	ASSERT_EQ(0, rv_stats(rv, &st));
+	expect_stats_zero(_metadata, &st);
+	EXPECT_EQ(-EINVAL, rv_stats(rv, NULL));
+	EXPECT_EQ(-EINVAL, rv_post_write(rv, NULL));
+	EXPECT_EQ(0, rv_post_writes(rv, w, 0));
+
+	/* No connection handle 1 (nor any other) on this file yet. */
+	for (i = 0; i < ARRAY_SIZE(w); i++)
+		write_init(&w[i], 1, rv_imm(a.slot_bits, 0, i));
+	EXPECT_EQ(-ENOENT, rv_post_write(rv, &w[0]));
+	w[0].conn_handle = 65536;	/* above any handle CONN_CREATE gives */
+	EXPECT_EQ(-ENOENT, rv_post_write(rv, &w[0]));
+	w[0].conn_handle = 0;
+	EXPECT_EQ(-ENOENT, rv_post_write(rv, &w[0]));
+	w[0].conn_handle = 1;
+	EXPECT_EQ(-ENOENT, rv_post_writes(rv, w, 1));
+	/* Longer than one ioctl's worth: the first chunk's error is it. */
+	EXPECT_EQ(-ENOENT, rv_post_writes(rv, w, ARRAY_SIZE(w)));
+
+	/* A connection that exists but was never connected: IDLE. */
+	sin.sin_addr.s_addr = htonl(0xc0000201);	/* TEST-NET-1 */
+	h = rv_conn_create(rv, (struct sockaddr *)&sin, sizeof(sin), NULL);
+	ASSERT_LT(0, h);
+	for (i = 0; i < ARRAY_SIZE(w); i++)
+		w[i].conn_handle = h;
+	EXPECT_EQ(-EPIPE, rv_post_write(rv, &w[0]));
+	EXPECT_EQ(-EPIPE, rv_post_writes(rv, w, 2));
+	/* An immediate-only write names no registration. */
+	w[0].mr_handle = 1;
+	EXPECT_EQ(-EINVAL, rv_post_write(rv, &w[0]));
+	w[0].mr_handle = 0;
+	ASSERT_EQ(0, rv_conn_query(rv, h, &cq));
+	EXPECT_EQ(0, cq.writes_posted);
+	EXPECT_EQ(0, cq.inflight);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct rv_stats cst;
+
+		/* Reading is allowed to any holder of the file; posting not. */
+		_exit(rv_stats(rv, &cst) == 0 &&
+		      rv_post_write(rv, &w[0]) == -EPERM &&
+		      rv_post_writes(rv, w, 2) == -EPERM ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* Nothing above was posted, nor refused for full queues. */
+	ASSERT_EQ(0, rv_stats(rv, &st));
+	expect_stats_zero(_metadata, &st);
+
+	EXPECT_EQ(0, rv_conn_destroy(rv, h));
+	EXPECT_EQ(-ENOENT, rv_post_write(rv, &w[0]));
 	rv_close(rv);
 }
 
