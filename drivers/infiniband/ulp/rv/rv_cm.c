@@ -182,6 +182,7 @@ static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	};
 
 	memcpy(req.key, p->key, sizeof(req.key));
+	rdma_set_ack_timeout(id, rv_ack_timeout);
 	return rdma_connect_locked(id, &param);
 }
 
@@ -383,6 +384,7 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		rej = RV_CM_REJ_NO_RESOURCES;
 		goto out_unlock_conn;
 	}
+	rdma_set_ack_timeout(id, rv_ack_timeout);
 	if (rdma_accept(id, &param)) {
 		rdma_destroy_qp(id);
 		rej = RV_CM_REJ_NO_RESOURCES;

@@ -48,6 +48,7 @@
 extern unsigned int rv_cm_port;
 extern unsigned int rv_conn_wqe_budget;
 extern unsigned int rv_conn_timeout_ms;
+extern unsigned int rv_ack_timeout;
 
 /* Most handles one file may hold (ENOSPC beyond). */
 #define RV_CONN_MAX_HANDLES	65535
