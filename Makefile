@@ -45,10 +45,10 @@ KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 
 .PHONY: all setup packages module module-clean librv selftests examples check lint \
 	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module \
-	check-debug install uninstall install-dkms check-man
+	check-debug install uninstall install-dkms check-man rvstat
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
-all: module librv selftests examples
+all: module librv selftests examples rvstat
 
 setup: packages
 	$(MAKE) all
@@ -80,6 +80,9 @@ selftests: librv $(KSFT_DIR)/kselftest_harness.h
 examples: librv
 	$(MAKE) -C examples
 
+rvstat:
+	$(MAKE) -C tools/rvstat
+
 check: all
 	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
 
@@ -104,19 +107,23 @@ RV_VERSION := $(shell sed -n 's/^VERSION *:= *//p' $(LIBRV)/Makefile 2>/dev/null
 LIBRV_DIRS := PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
 	MANDIR=$(MANDIR) DESTDIR=$(DESTDIR)
 
-install: module librv
+install: module librv rvstat
 	$(INSTALL) -d $(DESTDIR)$(MODDIR) $(DESTDIR)$(UDEVRULESDIR) \
 		$(DESTDIR)$(MANDIR)/man7
 	$(INSTALL) -m 644 $(RV_KO) $(DESTDIR)$(MODDIR)/rv.ko
 	$(INSTALL) -m 644 packaging/60-rv.rules $(DESTDIR)$(UDEVRULESDIR)/60-rv.rules
 	$(INSTALL) -m 644 man/rv.7 $(DESTDIR)$(MANDIR)/man7/rv.7
 	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) install
+	$(MAKE) -C tools/rvstat PREFIX=$(PREFIX) MANDIR=$(MANDIR) \
+		DESTDIR=$(DESTDIR) install
 	$(if $(DESTDIR),,depmod -a $(KVER))
 
 uninstall:
 	rm -f $(DESTDIR)$(MODDIR)/rv.ko $(DESTDIR)$(UDEVRULESDIR)/60-rv.rules \
 		$(DESTDIR)$(MANDIR)/man7/rv.7
 	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) uninstall
+	$(MAKE) -C tools/rvstat PREFIX=$(PREFIX) MANDIR=$(MANDIR) \
+		DESTDIR=$(DESTDIR) uninstall
 	$(if $(DESTDIR),,depmod -a $(KVER))
 
 # The sources dkms.conf builds, in their in-tree layout, under
@@ -134,9 +141,11 @@ install-dkms:
 
 # groff -ww on rv(7) (and mandoc -T lint when installed), then librv's pages.
 check-man:
-	@out=$$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z man/rv.7 2>&1); \
-	if [ -n "$$out" ]; then echo "man/rv.7: $$out"; exit 1; fi
-	@if command -v mandoc >/dev/null; then mandoc -T lint -W warning man/rv.7; fi
+	@for m in man/rv.7 tools/rvstat/rvstat.8; do \
+		out=$$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z $$m 2>&1); \
+		if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; \
+	done
+	@if command -v mandoc >/dev/null; then mandoc -T lint -W warning man/rv.7 tools/rvstat/rvstat.8; fi
 	$(MAKE) -s -C $(LIBRV) check-man
 
 # ---- Debug kernel: KASAN, lockdep, kmemleak, fault injection, UBSAN -------
@@ -208,4 +217,5 @@ clean:
 	-$(MAKE) -C $(LIBRV) clean
 	-$(MAKE) -C $(SELFTESTS) clean
 	-$(MAKE) -C examples clean
+	-$(MAKE) -C tools/rvstat clean
 	rm -rf $(BUILD)

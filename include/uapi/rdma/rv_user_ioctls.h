@@ -878,6 +878,7 @@ struct rv_stats {
 #define RV_DUMP_JOBS	1	/* struct rv_dump_job per job */
 #define RV_DUMP_CONNS	2	/* struct rv_dump_conn per connection */
 #define RV_DUMP_PROCS	3	/* struct rv_dump_proc per attached file */
+#define RV_DUMP_DEVICES	4	/* struct rv_dump_device per RDMA device */
 
 /* Most records one DUMP returns. */
 #define RV_DUMP_MAX_RECORDS	4096
@@ -915,6 +916,22 @@ struct rv_dump {
 
 /* Longest RDMA device name in a dump (the kernel's IB_DEVICE_NAME_MAX). */
 #define RV_DUMP_DEV_NAME_MAX	64
+
+/**
+ * struct rv_dump_device - an RDMA device rv tracks (every caller sees all)
+ * @dev_index: the device's index
+ * @jobs: jobs on it the caller may see
+ * @removed: 1 once the device went away (jobs may still hold it)
+ * @rsvd: 0
+ * @name: its name, NUL-terminated ("" once removed)
+ */
+struct rv_dump_device {
+	__u32 dev_index;
+	__u32 jobs;
+	__u32 removed;
+	__u32 rsvd;
+	char name[RV_DUMP_DEV_NAME_MAX];
+};
 
 /**
  * struct rv_dump_job - one job

@@ -106,7 +106,24 @@ static void rv_dump_proc(struct rv_dump_buf *b, struct rv_job *job,
 	r->bytes_received = atomic64_read(&s->bytes_received);
 }
 
-/* Jobs (or their processes) of every device the caller may see. */
+/* Caller holds dev->rwsem (read) and dev->jobs_lock. */
+static void rv_dump_device(struct rv_dump_buf *b, struct rv_device *dev)
+{
+	struct rv_dump_device *r = rv_dump_next(b);
+	struct rv_job *job;
+
+	if (!r)
+		return;
+	r->dev_index = dev->index;
+	r->removed = dev->removed;
+	if (dev->ibdev)
+		strscpy(r->name, dev_name(&dev->ibdev->dev), sizeof(r->name));
+	list_for_each_entry(job, &dev->jobs, list)
+		if (rv_dump_visible(b, job))
+			r->jobs++;
+}
+
+/* Devices, or the jobs (or processes) on them the caller may see. */
 static void rv_dump_jobs(struct rv_dump_buf *b, u32 kind)
 {
 	struct rv_device **devs;
@@ -122,11 +139,13 @@ static void rv_dump_jobs(struct rv_dump_buf *b, u32 kind)
 
 		down_read(&dev->rwsem);
 		mutex_lock(&dev->jobs_lock);
+		if (kind == RV_DUMP_DEVICES)
+			rv_dump_device(b, dev);
 		list_for_each_entry(job, &dev->jobs, list) {
 			struct rv_file *rf;
 			unsigned long slot;
 
-			if (!rv_dump_visible(b, job))
+			if (kind == RV_DUMP_DEVICES || !rv_dump_visible(b, job))
 				continue;
 			if (kind == RV_DUMP_JOBS) {
 				rv_dump_job(b, job);
@@ -240,6 +259,9 @@ int rv_cmd_dump(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		break;
 	case RV_DUMP_PROCS:
 		b.record_size = sizeof(struct rv_dump_proc);
+		break;
+	case RV_DUMP_DEVICES:
+		b.record_size = sizeof(struct rv_dump_device);
 		break;
 	default:
 		return -EINVAL;

@@ -152,6 +152,7 @@ static_assert(offsetof(struct rv_stats, inflight) == 72);
 static_assert(sizeof(struct rv_dump) == 40);
 static_assert(sizeof(struct rv_dump_job) == 120);
 static_assert(sizeof(struct rv_dump_qp) == 16);
+static_assert(sizeof(struct rv_dump_device) == 80);
 static_assert(sizeof(struct rv_dump_conn) == 416);
 static_assert(offsetof(struct rv_dump_conn, writes_posted) == 72);
 static_assert(sizeof(struct rv_dump_proc) == 112);

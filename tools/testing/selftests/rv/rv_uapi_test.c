@@ -147,7 +147,8 @@ TEST_F(uapi, query)
 		  (1ULL << RV_CMD_CONN_DESTROY) |
 		  (1ULL << RV_CMD_POST_WRITE) |
 		  (1ULL << RV_CMD_POST_WRITES) |
-		  (1ULL << RV_CMD_STATS),
+		  (1ULL << RV_CMD_STATS) |
+		  (1ULL << RV_CMD_DUMP),
 		  q->cmd_mask);
 	EXPECT_EQ(0, q->attach_flags);
 	EXPECT_EQ(RV_MAX_CONN_PER_NODE, q->max_conn_per_node);
@@ -1641,6 +1642,44 @@ TEST_F(uapi, post_writes_args)
 }
 
 /* Fresh counters are zero, in STATS and in CONN_QUERY. */
+/* DUMP needs no attach; bad kinds and reserved fields are refused. */
+TEST_F(uapi, dump_args)
+{
+	struct rv_dump_job jobs[4];
+	struct rv_dump d;
+	int fd;
+
+	NEED_DEV();
+	fd = open("/dev/rv", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.kind = 0;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_DUMP, &d));
+	d.kind = RV_DUMP_DEVICES + 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_DUMP, &d));
+	d.kind = RV_DUMP_JOBS;
+	d.rsvd = 1;
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_DUMP, &d));
+	d.rsvd = 0;
+	/* No room: nothing written, the total still counted. */
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_DUMP, &d));
+	EXPECT_EQ(0, d.count);
+	EXPECT_EQ(sizeof(struct rv_dump_job), d.record_size);
+	memset(&d, 0, sizeof(d));
+	d.size = sizeof(d);
+	d.kind = RV_DUMP_DEVICES;
+	d.buf = 4096;	/* unmapped */
+	d.buf_len = sizeof(jobs);
+	EXPECT_EQ(-EFAULT, rv_ioc(fd, RV_IOCTL_DUMP, &d));
+	d.buf = (uintptr_t)jobs;
+	d.count = 0;
+	d.total = 0;
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_DUMP, &d));
+	EXPECT_LE(1, d.count);	/* at least the device under test */
+	close(fd);
+}
+
 TEST_F(uapi, stats_zero_after_attach)
 {
 	uint8_t buf[sizeof(struct rv_stats) + 8] __attribute__((aligned(8)));

@@ -215,6 +215,92 @@
 	F(rv_stats, inflight)				\
 	F(rv_stats, rsvd)
 
+#define RV_DUMP_FIELDS(F)		       \
+	F(rv_dump, size) \
+	F(rv_dump, flags) \
+	F(rv_dump, kind) \
+	F(rv_dump, record_size) \
+	F(rv_dump, buf) \
+	F(rv_dump, buf_len) \
+	F(rv_dump, count) \
+	F(rv_dump, total) \
+	F(rv_dump, rsvd)
+
+#define RV_DUMP_DEVICE_FIELDS(F)		\
+	F(rv_dump_device, dev_index) \
+	F(rv_dump_device, jobs) \
+	F(rv_dump_device, removed) \
+	F(rv_dump_device, rsvd) \
+	F(rv_dump_device, name)
+
+#define RV_DUMP_JOB_FIELDS(F)		   \
+	F(rv_dump_job, job_id) \
+	F(rv_dump_job, dev_index) \
+	F(rv_dump_job, port_num) \
+	F(rv_dump_job, uid) \
+	F(rv_dump_job, num_conn) \
+	F(rv_dump_job, slot_bits) \
+	F(rv_dump_job, slots_used) \
+	F(rv_dump_job, conns) \
+	F(rv_dump_job, heartbeat_ms) \
+	F(rv_dump_job, key_len) \
+	F(rv_dump_job, key) \
+	F(rv_dump_job, dev_name)
+
+#define RV_DUMP_QP_FIELDS(F)		    \
+	F(rv_dump_qp, state) \
+	F(rv_dump_qp, send_free) \
+	F(rv_dump_qp, idle_ms) \
+	F(rv_dump_qp, qp_num)
+
+#define RV_DUMP_CONN_FIELDS(F)		  \
+	F(rv_dump_conn, conn_id) \
+	F(rv_dump_conn, job_id) \
+	F(rv_dump_conn, state) \
+	F(rv_dump_conn, reason) \
+	F(rv_dump_conn, role) \
+	F(rv_dump_conn, num_conn) \
+	F(rv_dump_conn, connected) \
+	F(rv_dump_conn, handles) \
+	F(rv_dump_conn, generation) \
+	F(rv_dump_conn, family) \
+	F(rv_dump_conn, remote_port) \
+	F(rv_dump_conn, inflight) \
+	F(rv_dump_conn, remote_addr) \
+	F(rv_dump_conn, max_segment) \
+	F(rv_dump_conn, rsvd) \
+	F(rv_dump_conn, writes_posted) \
+	F(rv_dump_conn, bytes_posted) \
+	F(rv_dump_conn, writes_completed) \
+	F(rv_dump_conn, writes_failed) \
+	F(rv_dump_conn, recvs) \
+	F(rv_dump_conn, bytes_received) \
+	F(rv_dump_conn, drops_no_slot) \
+	F(rv_dump_conn, drops_ring_full) \
+	F(rv_dump_conn, recv_errors) \
+	F(rv_dump_conn, heartbeats) \
+	F(rv_dump_conn, qp_errors) \
+	F(rv_dump_conn, qp)
+
+#define RV_DUMP_PROC_FIELDS(F)		  \
+	F(rv_dump_proc, job_id) \
+	F(rv_dump_proc, slot) \
+	F(rv_dump_proc, pid) \
+	F(rv_dump_proc, ring_entries) \
+	F(rv_dump_proc, inflight) \
+	F(rv_dump_proc, mr_entries) \
+	F(rv_dump_proc, ring_overflows) \
+	F(rv_dump_proc, mr_bytes) \
+	F(rv_dump_proc, mr_hits) \
+	F(rv_dump_proc, mr_misses) \
+	F(rv_dump_proc, writes_posted) \
+	F(rv_dump_proc, bytes_posted) \
+	F(rv_dump_proc, writes_completed) \
+	F(rv_dump_proc, writes_failed) \
+	F(rv_dump_proc, posts_eagain) \
+	F(rv_dump_proc, recvs) \
+	F(rv_dump_proc, bytes_received)
+
 #define RV_STRUCTS(S)					\
 	S(rv_query, RV_QUERY_FIELDS)			\
 	S(rv_attach, RV_ATTACH_FIELDS)			\
@@ -231,7 +317,13 @@
 	S(rv_write, RV_WRITE_FIELDS)			\
 	S(rv_post_write, RV_POST_WRITE_FIELDS)		\
 	S(rv_post_writes, RV_POST_WRITES_FIELDS)	\
-	S(rv_stats, RV_STATS_FIELDS)
+	S(rv_stats, RV_STATS_FIELDS)			\
+	S(rv_dump, RV_DUMP_FIELDS)			\
+	S(rv_dump_device, RV_DUMP_DEVICE_FIELDS)	\
+	S(rv_dump_job, RV_DUMP_JOB_FIELDS)		\
+	S(rv_dump_qp, RV_DUMP_QP_FIELDS)		\
+	S(rv_dump_conn, RV_DUMP_CONN_FIELDS)		\
+	S(rv_dump_proc, RV_DUMP_PROC_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))
