@@ -288,6 +288,19 @@ static bool exists(const char *name)
 	return !access(p, F_OK);
 }
 
+/* Whether @name appears within @ms milliseconds. */
+static bool exists_within(const char *name, unsigned int ms)
+{
+	uint64_t until = now_ms() + ms;
+
+	while (!exists(name)) {
+		if (now_ms() >= until)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
 /* All ranks in @ranks (a bitmap) reached @name; this rank too. */
 static bool barrier(const char *name, const bool *ranks)
 {
@@ -1379,11 +1392,12 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 		}
 		if (st == 0) {
 			m2_ok++;
-		} else if (!gone_seen) {
+		} else if (!gone_seen && !exists_within("A.m2-gone", 5000)) {
 			/* M2 is still mapped: this write had no reason to fail */
 			m2_early++;
 			usleep(100000);
 		} else {
+			/* The target publishes "gone" just after its munmap. */
 			got_error = true;
 		}
 		gone_seen = exists("A.m2-gone");
