@@ -62,10 +62,30 @@ else
 	role=sender
 	cmd=("$DEMO" -c "$(rv_node_ip 0)" -d "$RV_IBDEV" "${args[@]}")
 fi
+# rvstat every 2 s while the transfer runs; the last snapshot that shows
+# the connection is printed after the demo's own output.
+RVSTAT=$RV_REPO/tools/rvstat/rvstat
+snap=$RV_OUT/rvstat.snap
+(
+	while sleep 2; do
+		"$RVSTAT" >"$snap.tmp" 2>&1 &&
+			grep -q '^  conn ' "$snap.tmp" && mv "$snap.tmp" "$snap"
+	done
+) &
+watcher=$!
 rc=0
 out=$(timeout 900 "${cmd[@]}" 2>&1) || rc=$?
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 # shellcheck disable=SC2001
 sed 's/^/# /' <<<"$out"
+if [[ -s $snap ]]; then
+	echo "# rvstat on node$RV_NODE during the transfer:"
+	sed 's/^/# /' "$snap"
+	tap_ok demo-rvstat
+else
+	tap_fail demo-rvstat "rvstat never showed the connection"
+fi
 
 if [[ $rc -eq 0 ]]; then
 	tap_ok "demo-$role-exit"
