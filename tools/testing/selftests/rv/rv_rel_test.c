@@ -6,7 +6,7 @@
  *
  *   rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m MODE
  *               [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS]
- *               [-E ENODEV|EPIPE] [-w SLOT] [-T SECONDS] IP0 IP1
+ *               [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-T SECONDS] IP0 IP1
  *
  * The process attaches to job KEY, connects to the other node and
  * exchanges with process PEER_IDX (default IDX) there: it writes MSGS
@@ -71,6 +71,7 @@ static const char *dir, *key, *mode = "clean", *xfer = "sr";
 static int node = -1, idx = -1, peer_idx = -1, want_slot = -1;
 static uint32_t nmsgs = 200, msg_size = 65536, conn_timeout_ms = 60000;
 static int expect_errno, timeout_s = 180;
+static uint32_t streaming_at;	/* completions before the marker */
 static struct in_addr ips[2];
 
 static struct rv *rv;
@@ -555,7 +556,7 @@ static bool run(void)
 		if (is("recover"))
 			watch_recovery();
 		if (!streaming && (is("sink") ? nseen > 0 :
-				   ndone + rounds * nmsgs >= nmsgs / 10 + 1)) {
+				   ndone + rounds * nmsgs >= streaming_at)) {
 			streaming = true;
 			publish("streaming", "x\n");
 		}
@@ -750,7 +751,7 @@ static void after_stream(const struct rv_mr_stats *m0)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-T SECONDS] IP0 IP1\n");
+	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-T SECONDS] IP0 IP1\n");
 	exit(2);
 }
 
@@ -759,7 +760,7 @@ int main(int argc, char **argv)
 	struct rv_mr_stats m0;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "D:k:N:I:p:m:x:n:s:t:E:w:T:")) != -1) {
+	while ((c = getopt(argc, argv, "D:k:N:I:p:m:x:n:s:t:E:w:S:T:")) != -1) {
 		switch (c) {
 		case 'D': dir = optarg; break;
 		case 'k': key = optarg; break;
@@ -776,6 +777,7 @@ int main(int argc, char **argv)
 				       !strcmp(optarg, "EPIPE") ? EPIPE : -1;
 			break;
 		case 'w': want_slot = atoi(optarg); break;
+		case 'S': streaming_at = strtoul(optarg, NULL, 0); break;
 		case 'T': timeout_s = atoi(optarg); break;
 		default: usage();
 		}
@@ -789,6 +791,8 @@ int main(int argc, char **argv)
 		usage();
 	if (peer_idx < 0)
 		peer_idx = idx;
+	if (!streaming_at)
+		streaming_at = nmsgs / 10 + 1;
 	if (is("victim"))
 		xfer = "s";
 	if (is("sink"))

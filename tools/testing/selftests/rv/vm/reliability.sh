@@ -136,6 +136,18 @@ field() {
 	sed -n "s/.*\<$4 \([0-9a-f]*\).*/\1/p" "$shared/$1.info.$2.$3"
 }
 
+# survivors_running KEY: no survivor of this node has finished its stream
+# (else the kill or the newcomer did not happen next to live traffic).
+survivors_running() {
+	local i
+	for i in 0 1 2; do
+		if [[ -e $shared/$1.done.$me.$i ]]; then
+			echo "process $i had already finished"
+			return 1
+		fi
+	done
+}
+
 rmmod_refused() {
 	! rmmod rv 2>/dev/null && grep -qw '^rv' /proc/modules
 }
@@ -149,8 +161,10 @@ reload_rv() {
 kill_test() {
 	local k=rk i vslot vpin mrs
 	barrier kill-start || true
+	# the marker after 4 writes: the kill must land with most of the
+	# survivors' streams still to go (checked below)
 	for i in 0 1 2; do
-		start "clean$i" -k $k -I $i -m clean -n 300 -s 32768 -T 200
+		start "clean$i" -k $k -I $i -m clean -n 300 -s 32768 -S 4 -T 200
 	done
 	# idx 3 of each node writes to the sink idx 4 of the other node: the
 	# dead process's receive buffer is then nobody's target (a write to
@@ -165,6 +179,7 @@ kill_test() {
 	tap_diag "victim slot $vslot VmPin ${vpin:-?} kB, rv MRs on the node $mrs"
 	kill -9 "${pid[victim]}"
 	wait "${pid[victim]}" 2>/dev/null
+	tap_run survivors-mid-stream-at-kill survivors_running $k
 	tap_diag "victim killed, $(rdma res show qp 2>/dev/null | grep -c 'comm \[rdma_cm\]') rv QPs"
 	# the survivors still use the module
 	tap_run unload-refused-in-use rmmod_refused
@@ -175,6 +190,7 @@ kill_test() {
 	else tap_fail victim-was-pinned "VmPin ${vpin:-unknown} kB before the kill"; fi
 	# a newcomer gets the dead process's slot (xarray: lowest free) and
 	# streams over the same connection
+	tap_run survivors-mid-stream-at-newcomer survivors_running $k
 	start newcomer -k $k -I 5 -m clean -n 40 -s 32768 -w "${vslot:-0}" -T 120
 	for i in 0 1 2; do
 		finish "clean$i" 230
