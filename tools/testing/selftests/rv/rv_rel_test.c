@@ -6,7 +6,7 @@
  *
  *   rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m MODE
  *               [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS]
- *               [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-T SECONDS] IP0 IP1
+ *               [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1
  *
  * The process attaches to job KEY, connects to the other node and
  * exchanges with process PEER_IDX (default IDX) there: it writes MSGS
@@ -34,7 +34,8 @@
  *  recover  writes may fail (link down); they are re-sent until every
  *           message completed; the generation must advance, some post
  *           must have got EAGAIN while the connection reconnected; prints
- *           the recovery time
+ *           the recovery time.  -R: the stream goes round again (same
+ *           data, same places) until <KEY>.stop exists
  *  fail     the stream runs in rounds until a post fails with -E's errno
  *           (or CONN_QUERY says ERROR): then no write may stay without its
  *           SEND event, at least one must have failed, the ring and
@@ -72,6 +73,7 @@ static int node = -1, idx = -1, peer_idx = -1, want_slot = -1;
 static uint32_t nmsgs = 200, msg_size = 65536, conn_timeout_ms = 60000;
 static int expect_errno, timeout_s = 180;
 static uint32_t streaming_at;	/* completions before the marker */
+static bool repeat;		/* recover -R: rounds until <KEY>.stop */
 static struct in_addr ips[2];
 
 static struct rv *rv;
@@ -501,6 +503,19 @@ static void watch_recovery(void)
 		t_back = now_ms();
 }
 
+/* <KEY>.stop exists; looked up at most every 200 ms (it is on 9p). */
+static bool stop_seen(void)
+{
+	static uint64_t next;
+	static bool seen_stop;
+
+	if (!seen_stop && now_ms() >= next) {
+		seen_stop = exists("stop", 0, -1);
+		next = now_ms() + 200;
+	}
+	return seen_stop;
+}
+
 /* Returns false when the stream ended on a fault (fail modes). */
 static bool run(void)
 {
@@ -508,18 +523,41 @@ static bool run(void)
 	int ret, n;
 
 	while (!(send_done() && recv_done()) || is("victim") || is("sink") ||
-	       is("fail")) {
+	       is("fail") || (repeat && !stop_seen())) {
 		if (now_ms() > deadline) {
+			struct rv_conn_query q;
+			struct rv_stats st;
+
 			check(false, is("fail") ? "fault-reached" : "complete",
 			      "deadline: sent %u/%u (in flight %u) received %u/%u",
 			      ndone, nmsgs, inflight, nseen, nmsgs);
+			/* what a kernel bug report needs */
+			conn_state(&q);
+			if (rv_stats(rv, &st))
+				memset(&st, 0, sizeof(st));
+			diag("conn: state %u reason %u connected %u/%u generation %llu (was %llu) attempts %llu rejects %u inflight %u posted %llu completed %llu failed %llu; file: inflight %u failed %llu eagain %llu; outage at %lld ms, back at %lld ms",
+			     q.state, q.reason, q.connected, q.num_conn,
+			     (unsigned long long)q.generation,
+			     (unsigned long long)gen0,
+			     (unsigned long long)q.attempts, q.rejects,
+			     q.inflight, (unsigned long long)q.writes_posted,
+			     (unsigned long long)q.writes_completed,
+			     (unsigned long long)q.writes_failed, st.inflight,
+			     (unsigned long long)st.writes_failed,
+			     (unsigned long long)st.posts_eagain,
+			     t_first_err ? (long long)(t_first_err - t_start) : -1LL,
+			     t_back ? (long long)(t_back - t_start) : -1LL);
 			return false;
 		}
-		if (is("sink") && exists("stop", 0, -1))
+		if (is("sink") && stop_seen())
 			return true;
-		/* the fail modes go round again: traffic until the fault */
+		/*
+		 * The fail modes go round again: traffic until the fault;
+		 * recover with -R until <KEY>.stop (the outage must find
+		 * traffic however fast the link is).
+		 */
 		if (sending() && ndone == nmsgs && !is("clean") &&
-		    !is("recover")) {
+		    (!is("recover") || (repeat && !stop_seen()))) {
 			memset(sstate, ST_TODO, nmsgs);
 			scan = 0;
 			ndone = 0;
@@ -751,7 +789,7 @@ static void after_stream(const struct rv_mr_stats *m0)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-T SECONDS] IP0 IP1\n");
+	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1\n");
 	exit(2);
 }
 
@@ -760,7 +798,7 @@ int main(int argc, char **argv)
 	struct rv_mr_stats m0;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "D:k:N:I:p:m:x:n:s:t:E:w:S:T:")) != -1) {
+	while ((c = getopt(argc, argv, "D:k:N:I:p:m:x:n:s:t:E:w:S:RT:")) != -1) {
 		switch (c) {
 		case 'D': dir = optarg; break;
 		case 'k': key = optarg; break;
@@ -777,6 +815,7 @@ int main(int argc, char **argv)
 				       !strcmp(optarg, "EPIPE") ? EPIPE : -1;
 			break;
 		case 'w': want_slot = atoi(optarg); break;
+		case 'R': repeat = true; break;
 		case 'S': streaming_at = strtoul(optarg, NULL, 0); break;
 		case 'T': timeout_s = atoi(optarg); break;
 		default: usage();

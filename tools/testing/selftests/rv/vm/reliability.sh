@@ -241,26 +241,34 @@ link_test() {
 	local k=rl i t0
 	barrier link-start || true
 	for i in 0 1; do
-		start "recover$i" -k $k -I $i -m recover -t 60000 -n 400 -s 32768 -T 200
+		# -R: rounds until $k.stop, so the outage finds traffic
+		start "recover$i" -k $k -I $i -m recover -R -t 60000 -n 200 -s 32768 -S 20 -T 150
 	done
 	wait_files "$k.streaming.*" 4 120 || true
 	barrier link-strike || true
+	# connection events into dmesg (best effort: needs debugfs)
+	echo 'module rv file rv_cm.c +p' >/sys/kernel/debug/dynamic_debug/control 2>/dev/null
 	if [[ $me == 1 ]]; then
 		t0=$(date +%s)
 		tap_run link-down ip link set eth0 down
 		sleep 8
 		tap_run link-up ip link set eth0 up
 		tap_diag "eth0 down for $(($(date +%s) - t0)) s"
+		# no new rounds: each process finishes (and re-sends) the
+		# one it is in once the connection is back
+		touch "$shared/$k.stop"
 	fi
 	for i in 0 1; do
-		finish "recover$i" 230
+		finish "recover$i" 170
 	done
-	barrier link-end 240 || true
+	# rv's and rxe's view of the outage, for a bug report
+	dmesg | grep -i 'rv\|rxe\|eth0' | tail -n 30 | sed 's/^/# dmesg: /'
+	barrier link-end 180 || true
 
 	# permanent: node1's processes die and its rv goes away
 	k=rp
 	for i in 0 1; do
-		start "perm$i" -k $k -I $i -m fail -E EPIPE -t 10000 -n 64 -s 65536 -T 120
+		start "perm$i" -k $k -I $i -m fail -E EPIPE -t 10000 -n 64 -s 65536 -T 90
 	done
 	wait_files "$k.streaming.*" 4 120 || true
 	barrier perm-strike || true
@@ -274,10 +282,10 @@ link_test() {
 		tap_run peer-unload timeout 60 rmmod rv
 	else
 		for i in 0 1; do
-			finish "perm$i" 150
+			finish "perm$i" 100
 		done
 	fi
-	barrier perm-end 200 || true
+	barrier perm-end 120 || true
 	tap_run reload reload_rv
 }
 
