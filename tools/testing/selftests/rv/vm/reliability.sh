@@ -161,15 +161,15 @@ reload_rv() {
 kill_test() {
 	local k=rk i vslot vpin mrs
 	barrier kill-start || true
-	# the marker after 4 writes: the kill must land with most of the
-	# survivors' streams still to go (checked below)
+	# -R: rounds until $k.stop, so the kill and the newcomer happen next
+	# to live traffic however fast each stream goes (checked below)
 	for i in 0 1 2; do
-		start "clean$i" -k $k -I $i -m clean -n 300 -s 32768 -S 4 -T 200
+		start "clean$i" -k $k -I $i -m clean -R -n 100 -s 32768 -S 4 -T 200
 	done
 	# idx 3 of each node writes to the sink idx 4 of the other node: the
 	# dead process's receive buffer is then nobody's target (a write to
 	# a freed MR would break the shared QP, which is RDMA, not rv)
-	start victim -k $k -I 3 -p 4 -m victim -n 64 -s 65536 -T 200
+	start victim -k $k -I 3 -p 4 -m victim -n 64 -s 65536 -S 2 -T 200
 	start sink -k $k -I 4 -p 3 -m sink -n 64 -s 65536 -T 230
 	wait_files "$k.streaming.$me.*" 5 120 || true
 	barrier kill-strike || true
@@ -192,12 +192,13 @@ kill_test() {
 	# streams over the same connection
 	tap_run survivors-mid-stream-at-newcomer survivors_running $k
 	start newcomer -k $k -I 5 -m clean -n 40 -s 32768 -w "${vslot:-0}" -T 120
-	for i in 0 1 2; do
-		finish "clean$i" 230
-	done
 	finish newcomer 130
-	barrier kill-survivors-done 240 || true
+	barrier kill-newcomers-done 150 || true
+	# survivors finish their round, sinks end
 	touch "$shared/$k.stop"
+	for i in 0 1 2; do
+		finish "clean$i" 100
+	done
 	finish sink 30
 	tap_run no-mr-left wait_mrs 0 30
 	barrier kill-end 60 || true
