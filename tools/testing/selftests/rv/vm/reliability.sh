@@ -21,9 +21,12 @@
 #                           traffic (connection timeout 60 s): failed writes
 #                           are re-sent, EAGAIN while reconnecting, the
 #                           generation advances, every byte verified, the
-#                           recovery time printed.  Permanent: node1's
-#                           processes killed and rv unloaded: node0's
-#                           connection ends in ERROR, posts in EPIPE
+#                           recovery time printed
+#   reliability.sh perm     node1's processes killed and its rv unloaded
+#                           mid-traffic: node0's connection ends in ERROR
+#                           with a reason, every write has its SEND event,
+#                           posts end in EPIPE (its own boot: after a link
+#                           flap rxe may not connect again, see link)
 #
 # rv_rel_test's "check PASS|FAIL name" lines become TAP results, plus one
 # per process for its exit status.  Every wait is bounded.
@@ -33,7 +36,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
-mode=${1:?usage: reliability.sh kill|remove|link}
+mode=${1:?usage: reliability.sh kill|remove|link|perm}
 me=$RV_NODE
 T=$RV_REPO/tools/testing/selftests/rv
 RT=$T/rv_rel_test
@@ -265,9 +268,13 @@ link_test() {
 	# rv's and rxe's view of the outage, for a bug report
 	dmesg | grep -i 'rv\|rxe\|eth0' | tail -n 30 | sed 's/^/# dmesg: /'
 	barrier link-end 180 || true
+}
 
-	# permanent: node1's processes die and its rv goes away
-	k=rp
+# ---- permanent failure: the peer's processes die and its rv goes away -----
+
+perm_test() {
+	local k=rp i
+	barrier perm-start || true
 	for i in 0 1; do
 		start "perm$i" -k $k -I $i -m fail -E EPIPE -t 10000 -n 64 -s 65536 -T 90
 	done
@@ -301,6 +308,7 @@ case $mode in
 kill) kill_test ;;
 remove) remove_test ;;
 link) link_test ;;
+perm) perm_test ;;
 *)
 	echo "unknown mode $mode" >&2
 	exit 2
