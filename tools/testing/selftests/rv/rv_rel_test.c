@@ -100,6 +100,7 @@ static uint64_t posted, ok_events, err_events, resent, dups, eagain,
 	eagain_recon, rounds, recv_events;
 static uint64_t gen0, t_first_err, t_back, t_start;
 static int fault_errno;
+static struct rv_conn_query q_done;	/* when this stream was done */
 static uint32_t inflight_at_fault;
 
 static uint64_t now_ms(void)
@@ -624,6 +625,11 @@ static void linger(void)
 	char text[64];
 	uint32_t i, more = 0;
 
+	/*
+	 * The connection as our stream ends: once "done" is out, the peer
+	 * node's processes may all exit, and the connection with them.
+	 */
+	conn_state(&q_done);
 	snprintf(text, sizeof(text), "rounds %llu\n", (unsigned long long)rounds);
 	publish("done", text);
 	if (!receiving())
@@ -773,9 +779,10 @@ static void after_stream(const struct rv_mr_stats *m0)
 	if (is("clean")) {
 		check(!err_events, "no-errors", "%llu writes failed",
 		      (unsigned long long)err_events);
-		check(q.state == RV_CONN_STATE_CONNECTED && q.generation == gen0,
-		      "same-generation", "state %u generation %llu, started %llu",
-		      q.state, (unsigned long long)q.generation,
+		check(q_done.state == RV_CONN_STATE_CONNECTED &&
+		      q_done.generation == gen0, "same-generation",
+		      "state %u generation %llu, started %llu", q_done.state,
+		      (unsigned long long)q_done.generation,
 		      (unsigned long long)gen0);
 		/* the neighbours' deaths must not touch this cache */
 		ret = rv_mr_stats(rv, &m);
@@ -794,9 +801,10 @@ static void after_stream(const struct rv_mr_stats *m0)
 			      (unsigned long long)m.evict_pressure,
 			      (unsigned long long)m0->evict_pressure);
 	} else if (is("recover")) {
-		check(q.state == RV_CONN_STATE_CONNECTED && q.generation > gen0,
-		      "generation-advanced", "state %u generation %llu, started %llu",
-		      q.state, (unsigned long long)q.generation,
+		check(q_done.state == RV_CONN_STATE_CONNECTED &&
+		      q_done.generation > gen0, "generation-advanced",
+		      "state %u generation %llu, started %llu", q_done.state,
+		      (unsigned long long)q_done.generation,
 		      (unsigned long long)gen0);
 		if (sending()) {
 			check(err_events > 0 && resent > 0, "errors-seen",
