@@ -84,7 +84,7 @@ static int slot, conn, failures, checks;
 static uint64_t deadline;
 
 /* sender */
-static uint8_t *sbuf, *sstate;
+static uint8_t *sbuf, *sstate, *sfailed;	/* sfailed: to be re-sent */
 static uint32_t *sattempt;
 static uint32_t scan, ndone, inflight;
 static uint64_t peer_iova, peer_seed;
@@ -346,6 +346,7 @@ static int setup(void)
 		sbuf = map_buf(len);
 		pat_fill(sbuf, len, peer_seed);
 		sstate = calloc(nmsgs, 1);
+		sfailed = calloc(nmsgs, 1);
 		sattempt = calloc(nmsgs, sizeof(*sattempt));
 		smr = rv_reg_mem(rv, sbuf, len, RV_ACCESS_LOCAL_WRITE, NULL);
 		if (!check(smr > 0, "reg-send", "rv_reg_mem: %s", strerror(-smr)))
@@ -384,6 +385,7 @@ static void on_event(const struct rv_event *e)
 			if (!t_first_err)
 				t_first_err = now_ms();
 			sstate[i] = ST_TODO;
+			sfailed[i] = 1;
 			if (i < scan)
 				scan = i;
 			return;
@@ -405,7 +407,7 @@ static void on_event(const struct rv_event *e)
 			      e->imm, e->bytes);
 			exit(1);
 		}
-		/* a write reported failed may have landed: re-sent, twice */
+		/* a failed write may have landed (then twice), or a new round */
 		if (seen[i]++)
 			dups++;
 		else
@@ -470,8 +472,9 @@ static int post_some(void)
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < (uint32_t)ret; i++) {
-		if (sattempt[at[i]])
-			resent++;
+		/* a new round is not a re-send; a post after a failure is */
+		resent += sfailed[at[i]];
+		sfailed[at[i]] = 0;
 		sattempt[at[i]]++;
 		sstate[at[i]] = ST_INFLIGHT;
 		inflight++;
