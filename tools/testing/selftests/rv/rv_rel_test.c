@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_rel_test - one process of a job streaming verified RDMA writes to a
+ * peer process on the other node while vm/reliability.sh breaks things
+ * (SIGKILL, device removal, link down, peer module unload).
+ *
+ *   rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m MODE
+ *               [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS]
+ *               [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1
+ *
+ * The process attaches to job KEY, connects to the other node and
+ * exchanges with process PEER_IDX (default IDX) there: it writes MSGS
+ * messages of SIZE bytes into the peer's receive buffer (-x s) and
+ * receives as many from it (-x r); both by default.  Message i lands at
+ * offset i * SIZE; the bytes are a keyed pattern of their position, so
+ * a byte landing anywhere else is caught.  Every RECV is checked on
+ * arrival and the whole buffer at the end.  Processes meet through files
+ * in DIR (the run's shared output directory): "<KEY>.info.<node>.<idx>"
+ * (slot, iova, rkey, seed), "<KEY>.streaming.<node>.<idx>" (a tenth of
+ * the stream has completed: the script may strike now),
+ * "<KEY>.done.<node>.<idx>" and "<KEY>.stop" (sinks end).
+ *
+ * Every posted write carries wr_id = attempt << 32 | message, and must end
+ * with exactly one SEND event of that attempt: an event for a write not in
+ * flight, or one missing at the end, is a failure.  A write that failed is
+ * posted again (attempt + 1), the way a middleware re-sends what the
+ * generation change told it about.
+ *
+ * Modes:
+ *  clean    no write may fail, the generation must not change, rv_stats
+ *           and the MR cache figures must match what was done (the
+ *           survivors of a SIGKILL next door); -w SLOT: ATTACH must give
+ *           this slot (a killed process's slot was freed)
+ *  recover  writes may fail (link down); they are re-sent until every
+ *           message completed; the generation must advance, some post
+ *           must have got EAGAIN while the connection reconnected; prints
+ *           the recovery time
+ *  -R       (clean, recover) the stream goes round again (same data,
+ *           same places) until <KEY>.stop exists; in clean mode every
+ *           message must arrive exactly once per round
+ *  fail     the stream runs in rounds until a post fails with -E's errno
+ *           (or CONN_QUERY says ERROR): then no write may stay without its
+ *           SEND event, at least one must have failed, the ring and
+ *           rv_stats stay readable and agree, and the connection is in
+ *           ERROR (DEVICE_REMOVED for ENODEV) with a reason
+ *  victim   like fail, send only, never ends by itself: the script kills it
+ *  sink     receive only, every arrival checked, until <KEY>.stop
+ *
+ * Output: "check PASS|FAIL name[: why]" lines and "#" diagnostics, turned
+ * into TAP by reliability.sh.  Exit status 0 when every check passed, 1
+ * otherwise, 4 without rv or a device.  Every wait is bounded by -T.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rv_test_util.h"
+
+#define POST_BATCH	32
+#define EV_BATCH	256
+#define MAX_MSGS	(1U << 20)
+
+enum { ST_TODO, ST_INFLIGHT, ST_DONE };
+
+static const char *dir, *key, *mode = "clean", *xfer = "sr";
+static int node = -1, idx = -1, peer_idx = -1, want_slot = -1;
+static uint32_t nmsgs = 200, msg_size = 65536, conn_timeout_ms = 60000;
+static int expect_errno, timeout_s = 180;
+static uint32_t streaming_at;	/* completions before the marker */
+static bool repeat;		/* recover -R: rounds until <KEY>.stop */
+static struct in_addr ips[2];
+
+static struct rv *rv;
+static unsigned int slot_bits;
+static int slot, conn, failures, checks;
+static uint64_t deadline;
+
+/* sender */
+static uint8_t *sbuf, *sstate, *sfailed;	/* sfailed: to be re-sent */
+static uint32_t *sattempt;
+static uint32_t scan, ndone, inflight;
+static uint64_t peer_iova, peer_seed;
+static uint32_t peer_rkey, peer_slot;
+static int smr;
+/* receiver */
+static uint8_t *rbuf;
+static uint32_t *seen;
+static uint32_t nseen;
+static uint64_t my_seed;
+/* what happened */
+static uint64_t posted, ok_events, err_events, resent, dups, eagain,
+	eagain_recon, rounds, recv_events;
+static uint64_t gen0, t_first_err, t_back, t_start;
+static int fault_errno;
+static struct rv_conn_query q_done;	/* when this stream was done */
+static uint32_t inflight_at_fault;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One write(2) per line: the node's processes share the script's pipe. */
+static void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(1, line, n) < 0)
+		_exit(1);
+}
+
+#define diag(fmt, ...) out("# %s.n%d.i%d: " fmt, key, node, idx, ##__VA_ARGS__)
+
+/* Named <mode>.n<node>.i<idx>.<name> so TAP names are unique per run. */
+static bool __attribute__((format(printf, 3, 4)))
+check(bool ok, const char *name, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	checks++;
+	if (ok) {
+		out("check PASS %s.n%d.i%d.%s", mode, node, idx, name);
+		return true;
+	}
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	failures++;
+	out("check FAIL %s.n%d.i%d.%s: %s", mode, node, idx, name, why);
+	return false;
+}
+
+static bool is(const char *m)
+{
+	return !strcmp(mode, m);
+}
+
+static bool sending(void)
+{
+	return strchr(xfer, 's');
+}
+
+static bool receiving(void)
+{
+	return strchr(xfer, 'r');
+}
+
+/* ---- pattern: 8-byte words, a function of seed and position --------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* msg_size is a multiple of 8 (main() insists), so words never straddle. */
+static void pat_fill(uint8_t *p, uint64_t len, uint64_t seed)
+{
+	uint64_t i, w;
+
+	for (i = 0; i < len / 8; i++) {
+		w = mix64(seed + i);
+		memcpy(p + i * 8, &w, 8);
+	}
+}
+
+/* First bad byte offset of [off, off + len) of the buffer, or -1. */
+static int64_t pat_check(const uint8_t *p, uint64_t off, uint64_t len,
+			 uint64_t seed)
+{
+	uint64_t i, w;
+	int b;
+
+	for (i = off / 8; i < (off + len) / 8; i++) {
+		w = mix64(seed + i);
+		if (memcmp(p + i * 8, &w, 8))
+			for (b = 0; b < 8; b++)
+				if (p[i * 8 + b] != ((uint8_t *)&w)[b])
+					return (int64_t)(i * 8 + b);
+	}
+	return -1;
+}
+
+/* ---- files in the shared directory ------------------------------------ */
+
+static void path_of(char *p, size_t n, const char *what, int nd, int ix)
+{
+	if (ix < 0)
+		snprintf(p, n, "%s/%s.%s", dir, key, what);
+	else
+		snprintf(p, n, "%s/%s.%s.%d.%d", dir, key, what, nd, ix);
+}
+
+/* Whole or not at all (rename): the other node polls for it. */
+static void publish(const char *what, const char *text)
+{
+	char p[512], tmp[600];
+	FILE *f;
+
+	path_of(p, sizeof(p), what, node, idx);
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", p, getpid());
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, p)) {
+		diag("publish %s: %s", p, strerror(errno));
+		exit(1);
+	}
+}
+
+static bool exists(const char *what, int nd, int ix)
+{
+	char p[512];
+
+	path_of(p, sizeof(p), what, nd, ix);
+	return !access(p, F_OK);
+}
+
+static bool fetch(const char *what, int nd, int ix, char *buf, size_t n)
+{
+	char p[512];
+	size_t got;
+	FILE *f;
+
+	path_of(p, sizeof(p), what, nd, ix);
+	while (!(f = fopen(p, "r"))) {
+		if (now_ms() > deadline)
+			return false;
+		usleep(50000);
+	}
+	got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = 0;
+	return true;
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static void *map_buf(uint64_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		diag("mmap %" PRIu64 ": %s", len, strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+static int setup(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rv_conn_query q;
+	struct rv_reg_mem rm;
+	struct rv_attach a;
+	char text[256];
+	uint64_t len = (uint64_t)nmsgs * msg_size;
+	unsigned long long iova, seed;
+	int di, gid, ret;
+
+	di = rv_device_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (di < 0 || gid < 0) {
+		diag("no device %s or no IPv4 RoCE v2 GID", rv_test_ibdev());
+		return 4;
+	}
+	ret = rv_open(&rv, 0);
+	if (ret) {
+		diag("rv_open: %s", strerror(-ret));
+		return ret == -ENOENT ? 4 : 1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.dev_index = di;
+	a.port_num = RV_TEST_PORT;
+	a.gid_index = gid;
+	a.job_key_len = strlen(key);
+	memcpy(a.job_key, key, a.job_key_len);
+	ret = rv_attach(rv, &a);
+	if (!check(ret >= 0, "attach", "rv_attach: %s", strerror(-ret)))
+		return 1;
+	slot = ret;
+	slot_bits = a.slot_bits;
+	if (want_slot >= 0)
+		check(slot == want_slot, "slot-reused",
+		      "got slot %d, the freed one is %d", slot, want_slot);
+
+	rv_random_key((uint8_t *)&my_seed, sizeof(my_seed));
+	iova = 0;
+	if (receiving()) {
+		rbuf = map_buf(len);
+		seen = calloc(nmsgs, sizeof(*seen));
+		ret = rv_reg_mem(rv, rbuf, len, RV_ACCESS_REMOTE_WRITE, &rm);
+		if (!check(ret > 0, "reg-recv", "rv_reg_mem: %s", strerror(-ret)))
+			return 1;
+		iova = rm.iova;
+	}
+	snprintf(text, sizeof(text), "slot %d iova %llx rkey %x seed %llx pid %d\n",
+		 slot, iova, receiving() ? rm.rkey : 0,
+		 (unsigned long long)my_seed, (int)getpid());
+	publish("info", text);
+
+	sin.sin_addr = ips[!node];
+	conn = rv_conn_create(rv, (struct sockaddr *)&sin, sizeof(sin), NULL);
+	if (!check(conn > 0, "conn-create", "%s", strerror(-conn)))
+		return 1;
+	ret = rv_conn_connect(rv, conn, conn_timeout_ms);
+	if (!check(!ret, "conn-connect", "%s", strerror(-ret)))
+		return 1;
+	ret = rv_conn_wait(rv, conn, 90000, &q);
+	if (!check(ret == RV_CONN_STATE_CONNECTED, "connected",
+		   "state %d reason %u", ret, q.reason))
+		return 1;
+	gen0 = q.generation;
+
+	if (sending()) {
+		if (!fetch("info", !node, peer_idx, text, sizeof(text)) ||
+		    sscanf(text, "slot %u iova %llx rkey %x seed %llx",
+			   &peer_slot, &iova, &peer_rkey, &seed) != 4)
+			return check(false, "peer-info", "node%d idx %d: none",
+				     !node, peer_idx), 1;
+		peer_iova = iova;
+		peer_seed = seed;
+		sbuf = map_buf(len);
+		pat_fill(sbuf, len, peer_seed);
+		sstate = calloc(nmsgs, 1);
+		sfailed = calloc(nmsgs, 1);
+		sattempt = calloc(nmsgs, sizeof(*sattempt));
+		smr = rv_reg_mem(rv, sbuf, len, RV_ACCESS_LOCAL_WRITE, NULL);
+		if (!check(smr > 0, "reg-send", "rv_reg_mem: %s", strerror(-smr)))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- the stream -------------------------------------------------------- */
+
+static void conn_state(struct rv_conn_query *q)
+{
+	int ret = rv_conn_query(rv, conn, q);
+
+	if (ret) {
+		check(false, "conn-query", "%s", strerror(-ret));
+		exit(1);
+	}
+}
+
+static void on_event(const struct rv_event *e)
+{
+	if (e->kind == RV_EVENT_SEND) {
+		uint32_t i = (uint32_t)e->wr_id, att = e->wr_id >> 32;
+
+		if (!sending() || i >= nmsgs || sstate[i] != ST_INFLIGHT ||
+		    att != sattempt[i]) {
+			check(false, "send-event-once",
+			      "wr_id %llx status %u: not in flight",
+			      (unsigned long long)e->wr_id, e->status);
+			exit(1);
+		}
+		inflight--;
+		if (e->status) {
+			err_events++;
+			if (!t_first_err)
+				t_first_err = now_ms();
+			sstate[i] = ST_TODO;
+			sfailed[i] = 1;
+			if (i < scan)
+				scan = i;
+			return;
+		}
+		ok_events++;
+		if (is("clean") && e->generation != gen0)
+			check(false, "send-generation", "wr %u: %u, started %llu",
+			      i, e->generation, (unsigned long long)gen0);
+		sstate[i] = ST_DONE;
+		ndone++;
+	} else if (e->kind == RV_EVENT_RECV) {
+		uint32_t i = rv_imm_user(slot_bits, e->imm);
+		int64_t bad;
+
+		recv_events++;
+		if (!receiving() || i >= nmsgs || e->bytes != msg_size ||
+		    rv_imm_slot(slot_bits, e->imm) != (uint32_t)slot) {
+			check(false, "recv-event", "imm %x bytes %u: unexpected",
+			      e->imm, e->bytes);
+			exit(1);
+		}
+		/* a failed write may have landed (then twice), or a new round */
+		if (seen[i]++)
+			dups++;
+		else
+			nseen++;
+		bad = pat_check(rbuf, (uint64_t)i * msg_size, msg_size, my_seed);
+		if (bad >= 0) {
+			check(false, "recv-data", "message %u: byte %lld wrong on arrival",
+			      i, (long long)(bad - (int64_t)i * msg_size));
+			exit(1);
+		}
+	} else {
+		check(false, "event-kind", "kind %u", e->kind);
+		exit(1);
+	}
+}
+
+static int reap(int wait_ms)
+{
+	struct rv_event ev[EV_BATCH];
+	int n, i;
+
+	n = rv_poll_events(rv, ev, EV_BATCH);
+	if (n == 0 && wait_ms) {
+		rv_wait_events(rv, wait_ms);
+		n = rv_poll_events(rv, ev, EV_BATCH);
+	}
+	if (n < 0) {
+		check(false, "ring-readable", "rv_poll_events: %s", strerror(-n));
+		exit(1);
+	}
+	for (i = 0; i < n; i++)
+		on_event(&ev[i]);
+	return n;
+}
+
+/* Post what is to be (re)sent; returns 0 or the post's -errno. */
+static int post_some(void)
+{
+	struct rv_write w[POST_BATCH];
+	uint32_t at[POST_BATCH], i, n = 0;
+	int ret;
+
+	while (scan < nmsgs && sstate[scan] != ST_TODO)
+		scan++;
+	for (i = scan; i < nmsgs && n < POST_BATCH; i++) {
+		if (sstate[i] != ST_TODO)
+			continue;
+		memset(&w[n], 0, sizeof(w[n]));
+		w[n].conn_handle = conn;
+		w[n].mr_handle = smr;
+		w[n].local_addr = (uintptr_t)(sbuf + (uint64_t)i * msg_size);
+		w[n].length = msg_size;
+		w[n].remote_addr = peer_iova + (uint64_t)i * msg_size;
+		w[n].rkey = peer_rkey;
+		w[n].imm = rv_imm(slot_bits, peer_slot, i);
+		w[n].wr_id = (uint64_t)(sattempt[i] + 1) << 32 | i;
+		at[n++] = i;
+	}
+	if (!n)
+		return 0;
+	ret = rv_post_writes(rv, w, n);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < (uint32_t)ret; i++) {
+		/* a new round is not a re-send; a post after a failure is */
+		resent += sfailed[at[i]];
+		sfailed[at[i]] = 0;
+		sattempt[at[i]]++;
+		sstate[at[i]] = ST_INFLIGHT;
+		inflight++;
+		posted++;
+	}
+	return 0;
+}
+
+static bool send_done(void)
+{
+	return !sending() || ndone == nmsgs;
+}
+
+static bool recv_done(void)
+{
+	return !receiving() || nseen == nmsgs;
+}
+
+/*
+ * Recovery bookkeeping: the outage starts at the first failed write or
+ * the first EAGAIN of a reconnecting connection, ends when CONN_QUERY
+ * shows it CONNECTED with a newer generation.
+ */
+static void watch_recovery(void)
+{
+	struct rv_conn_query q;
+
+	if (!t_first_err || t_back)
+		return;
+	conn_state(&q);
+	if (q.state == RV_CONN_STATE_CONNECTED && q.generation > gen0)
+		t_back = now_ms();
+}
+
+/* <KEY>.stop exists; looked up at most every 200 ms (it is on 9p). */
+static bool stop_seen(void)
+{
+	static uint64_t next;
+	static bool seen_stop;
+
+	if (!seen_stop && now_ms() >= next) {
+		seen_stop = exists("stop", 0, -1);
+		next = now_ms() + 200;
+	}
+	return seen_stop;
+}
+
+/* Returns false when the stream ended on a fault (fail modes). */
+static bool run(void)
+{
+	bool streaming = false;
+	int ret, n;
+
+	while (!(send_done() && recv_done()) || is("victim") || is("sink") ||
+	       is("fail") || (repeat && !stop_seen())) {
+		if (now_ms() > deadline) {
+			struct rv_conn_query q;
+			struct rv_stats st;
+
+			check(false, is("fail") ? "fault-reached" : "complete",
+			      "deadline: sent %u/%u (in flight %u) received %u/%u",
+			      ndone, nmsgs, inflight, nseen, nmsgs);
+			/* what a kernel bug report needs */
+			conn_state(&q);
+			if (rv_stats(rv, &st))
+				memset(&st, 0, sizeof(st));
+			diag("conn: state %u reason %u connected %u/%u generation %llu (was %llu) attempts %llu rejects %u inflight %u posted %llu completed %llu failed %llu; file: inflight %u failed %llu eagain %llu; outage at %lld ms, back at %lld ms",
+			     q.state, q.reason, q.connected, q.num_conn,
+			     (unsigned long long)q.generation,
+			     (unsigned long long)gen0,
+			     (unsigned long long)q.attempts, q.rejects,
+			     q.inflight, (unsigned long long)q.writes_posted,
+			     (unsigned long long)q.writes_completed,
+			     (unsigned long long)q.writes_failed, st.inflight,
+			     (unsigned long long)st.writes_failed,
+			     (unsigned long long)st.posts_eagain,
+			     t_first_err ? (long long)(t_first_err - t_start) : -1LL,
+			     t_back ? (long long)(t_back - t_start) : -1LL);
+			return false;
+		}
+		if (is("sink") && stop_seen())
+			return true;
+		/*
+		 * The fail modes go round again: traffic until the fault;
+		 * recover with -R until <KEY>.stop (the outage must find
+		 * traffic however fast the link is).
+		 */
+		if (sending() && ndone == nmsgs &&
+		    (is("fail") || is("victim") || (repeat && !stop_seen()))) {
+			memset(sstate, ST_TODO, nmsgs);
+			scan = 0;
+			ndone = 0;
+			rounds++;
+		}
+		ret = sending() ? post_some() : 0;
+		if (ret == -EAGAIN) {
+			struct rv_conn_query q;
+
+			eagain++;
+			conn_state(&q);
+			if (q.state == RV_CONN_STATE_CONNECTING) {
+				eagain_recon++;
+				if (!t_first_err)
+					t_first_err = now_ms();
+			}
+		} else if (ret == -EPIPE && is("recover")) {
+			struct rv_conn_query q;
+
+			conn_state(&q);
+			check(false, "no-give-up",
+			      "EPIPE: connection gave up (state %u reason %u) within its %u ms",
+			      q.state, q.reason, conn_timeout_ms);
+			/* as a middleware would: restart it */
+			rv_conn_connect(rv, conn, conn_timeout_ms);
+		} else if (ret < 0) {
+			fault_errno = -ret;
+			inflight_at_fault = inflight;
+			return false;
+		}
+		n = reap(ret == -EAGAIN || !sending() ||
+			 (send_done() && !recv_done()) ? 50 : 0);
+		(void)n;
+		if (is("recover"))
+			watch_recovery();
+		if (!streaming && (is("sink") ? nseen > 0 :
+				   ndone + rounds * nmsgs >= streaming_at)) {
+			streaming = true;
+			publish("streaming", "x\n");
+		}
+	}
+	return true;
+}
+
+/* Messages that arrived fewer than @want times. */
+static uint32_t recv_short(uint32_t want)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < nmsgs; i++)
+		n += seen[i] < want;
+	return n;
+}
+
+/*
+ * Keep reaping until the peer has finished writing to us (bounded); in
+ * clean mode every message must then arrive once per round the peer sent.
+ */
+static void linger(void)
+{
+	unsigned long long peer_rounds = 0;
+	char text[64];
+	uint32_t i, more = 0;
+
+	/*
+	 * The connection as our stream ends: once "done" is out, the peer
+	 * node's processes may all exit, and the connection with them.
+	 */
+	conn_state(&q_done);
+	snprintf(text, sizeof(text), "rounds %llu\n", (unsigned long long)rounds);
+	publish("done", text);
+	if (!receiving())
+		return;
+	while (!exists("done", !node, peer_idx)) {
+		if (now_ms() > deadline) {
+			check(false, "peer-done", "node%d idx %d never finished",
+			      !node, peer_idx);
+			return;
+		}
+		reap(50);
+	}
+	if (!is("clean"))
+		return;
+	if (!fetch("done", !node, peer_idx, text, sizeof(text)) ||
+	    sscanf(text, "rounds %llu", &peer_rounds) != 1) {
+		check(false, "peer-rounds", "no round count in the done file");
+		return;
+	}
+	/* the peer's last completions may overtake our receive events */
+	while (recv_short(peer_rounds + 1) && now_ms() < deadline)
+		reap(50);
+	for (i = 0; i < nmsgs; i++)
+		more += seen[i] > peer_rounds + 1;
+	check(!recv_short(peer_rounds + 1) && !more, "recv-once-per-round",
+	      "%u messages arrived fewer, %u more than %llu times",
+	      recv_short(peer_rounds + 1), more, peer_rounds + 1);
+}
+
+static const char *errno_name(int e)
+{
+	return e == ENODEV ? "ENODEV" : e == EPIPE ? "EPIPE" :
+	       e == EAGAIN ? "EAGAIN" : strerror(e);
+}
+
+/* After the fault: every write gets its event, nothing else works. */
+static void after_fault(void)
+{
+	struct rv_conn_query q;
+	struct rv_write w;
+	struct rv_stats s;
+	uint64_t until = now_ms() + 30000;
+	int ret;
+
+	diag("fault: post %s with %u writes in flight, after %llu rounds",
+	     errno_name(fault_errno), inflight_at_fault,
+	     (unsigned long long)rounds);
+	check(fault_errno == expect_errno, "post-errno", "%s, expected %s",
+	      errno_name(fault_errno), errno_name(expect_errno));
+	while (inflight && now_ms() < until)
+		reap(100);
+	check(!inflight && posted == ok_events + err_events, "all-accounted",
+	      "posted %llu = %llu ok + %llu failed? %u still in flight after 30 s",
+	      (unsigned long long)posted, (unsigned long long)ok_events,
+	      (unsigned long long)err_events, inflight);
+	check(err_events > 0, "error-events",
+	      "no write ended in error (%u in flight at the fault)",
+	      inflight_at_fault);
+	/* the ring is still there and empty: nothing more may come */
+	ret = reap(200);
+	check(ret == 0, "ring-quiet", "%d events after all were accounted", ret);
+	ret = rv_stats(rv, &s);
+	if (check(!ret, "stats-readable", "rv_stats: %s", strerror(-ret)))
+		check(s.writes_posted == posted &&
+		      s.writes_completed == ok_events &&
+		      s.writes_failed == err_events && s.inflight == 0,
+		      "stats-accounted",
+		      "posted %llu/%llu completed %llu/%llu failed %llu/%llu inflight %u",
+		      (unsigned long long)s.writes_posted,
+		      (unsigned long long)posted,
+		      (unsigned long long)s.writes_completed,
+		      (unsigned long long)ok_events,
+		      (unsigned long long)s.writes_failed,
+		      (unsigned long long)err_events, s.inflight);
+	/* posting again fails the same way: no write slips through */
+	memset(&w, 0, sizeof(w));
+	w.conn_handle = conn;
+	w.mr_handle = smr;
+	w.local_addr = (uintptr_t)sbuf;
+	w.length = msg_size;
+	w.remote_addr = peer_iova;
+	w.rkey = peer_rkey;
+	w.imm = rv_imm(slot_bits, peer_slot, 0);
+	ret = rv_post_write(rv, &w);
+	check(ret == -expect_errno, "post-again", "%s, expected %s",
+	      ret ? errno_name(-ret) : "posted", errno_name(expect_errno));
+	ret = rv_conn_query(rv, conn, &q);
+	if (check(!ret, "conn-query-after", "%s", strerror(-ret)))
+		check(q.state == RV_CONN_STATE_ERROR &&
+		      (expect_errno == ENODEV ?
+		       q.reason == RV_CONN_REASON_DEVICE_REMOVED :
+		       q.reason != RV_CONN_REASON_NONE) && q.inflight == 0,
+		      "conn-error", "state %u reason %u inflight %u", q.state,
+		      q.reason, q.inflight);
+	diag("conn: state %u reason %u generation %llu attempts %llu; writes %llu posted, %llu ok, %llu failed",
+	     q.state, q.reason, (unsigned long long)q.generation,
+	     (unsigned long long)q.attempts, (unsigned long long)posted,
+	     (unsigned long long)ok_events, (unsigned long long)err_events);
+}
+
+/* The stream completed: data, counters, generation. */
+static void after_stream(const struct rv_mr_stats *m0)
+{
+	struct rv_conn_query q;
+	struct rv_mr_stats m;
+	struct rv_stats s;
+	int64_t bad;
+	int ret;
+
+	if (is("sink")) {
+		/* the sender died mid-stream: what arrived must still be right */
+		uint32_t i;
+
+		bad = -1;
+		for (i = 0; i < nmsgs && bad < 0; i++)
+			if (seen[i])
+				bad = pat_check(rbuf, (uint64_t)i * msg_size,
+						msg_size, my_seed);
+		check(bad < 0, "data-final", "byte %lld differs", (long long)bad);
+	} else if (receiving()) {
+		bad = pat_check(rbuf, 0, (uint64_t)nmsgs * msg_size, my_seed);
+		check(bad < 0, "data-final", "byte %lld of %llu differs",
+		      (long long)bad, (unsigned long long)nmsgs * msg_size);
+	}
+	check(posted == ok_events + err_events && !inflight, "all-accounted",
+	      "posted %llu, %llu ok + %llu failed, %u in flight",
+	      (unsigned long long)posted, (unsigned long long)ok_events,
+	      (unsigned long long)err_events, inflight);
+	ret = rv_stats(rv, &s);
+	if (check(!ret, "stats", "%s", strerror(-ret)))
+		check(s.writes_posted == posted &&
+		      s.writes_completed == ok_events &&
+		      s.writes_failed == err_events && s.inflight == 0 &&
+		      s.recvs == recv_events && s.ring_overflows == 0,
+		      "stats-accounted",
+		      "posted %llu/%llu ok %llu/%llu failed %llu/%llu recvs %llu/%llu overflows %llu inflight %u",
+		      (unsigned long long)s.writes_posted,
+		      (unsigned long long)posted,
+		      (unsigned long long)s.writes_completed,
+		      (unsigned long long)ok_events,
+		      (unsigned long long)s.writes_failed,
+		      (unsigned long long)err_events,
+		      (unsigned long long)s.recvs,
+		      (unsigned long long)recv_events,
+		      (unsigned long long)s.ring_overflows, s.inflight);
+	conn_state(&q);
+	if (is("clean")) {
+		check(!err_events, "no-errors", "%llu writes failed",
+		      (unsigned long long)err_events);
+		check(q_done.state == RV_CONN_STATE_CONNECTED &&
+		      q_done.generation == gen0, "same-generation",
+		      "state %u generation %llu, started %llu", q_done.state,
+		      (unsigned long long)q_done.generation,
+		      (unsigned long long)gen0);
+		/* the neighbours' deaths must not touch this cache */
+		ret = rv_mr_stats(rv, &m);
+		if (check(!ret, "mr-stats", "%s", strerror(-ret)))
+			check(m.entries == m0->entries && m.bytes == m0->bytes &&
+			      m.invalidations == m0->invalidations &&
+			      m.evict_pressure == m0->evict_pressure &&
+			      m.failures == m0->failures,
+			      "mr-cache-untouched",
+			      "entries %u/%u bytes %llu/%llu invalidations %llu/%llu evictions %llu/%llu",
+			      m.entries, m0->entries,
+			      (unsigned long long)m.bytes,
+			      (unsigned long long)m0->bytes,
+			      (unsigned long long)m.invalidations,
+			      (unsigned long long)m0->invalidations,
+			      (unsigned long long)m.evict_pressure,
+			      (unsigned long long)m0->evict_pressure);
+	} else if (is("recover")) {
+		check(q_done.state == RV_CONN_STATE_CONNECTED &&
+		      q_done.generation > gen0, "generation-advanced",
+		      "state %u generation %llu, started %llu", q_done.state,
+		      (unsigned long long)q_done.generation,
+		      (unsigned long long)gen0);
+		if (sending()) {
+			check(err_events > 0 && resent > 0, "errors-seen",
+			      "%llu writes failed, %llu re-sent: the outage went unnoticed",
+			      (unsigned long long)err_events,
+			      (unsigned long long)resent);
+			check(eagain_recon > 0, "eagain-reconnecting",
+			      "no post got EAGAIN while reconnecting (%llu EAGAIN in all)",
+			      (unsigned long long)eagain);
+		}
+		check(t_first_err && t_back, "recovered",
+		      "outage start %llu end %llu",
+		      (unsigned long long)t_first_err,
+		      (unsigned long long)t_back);
+		diag("recovery: %llu ms from the first error to CONNECTED generation %llu (was %llu)",
+		     (unsigned long long)(t_back - t_first_err),
+		     (unsigned long long)q.generation, (unsigned long long)gen0);
+	}
+	diag("%llu writes posted (%llu re-sent), %llu ok, %llu failed, %llu EAGAIN (%llu reconnecting), %llu recvs (%llu duplicate), %.1f s",
+	     (unsigned long long)posted, (unsigned long long)resent,
+	     (unsigned long long)ok_events, (unsigned long long)err_events,
+	     (unsigned long long)eagain, (unsigned long long)eagain_recon,
+	     (unsigned long long)recv_events, (unsigned long long)dups,
+	     (now_ms() - t_start) / 1000.0);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct rv_mr_stats m0;
+	int c, ret;
+
+	while ((c = getopt(argc, argv, "D:k:N:I:p:m:x:n:s:t:E:w:S:RT:")) != -1) {
+		switch (c) {
+		case 'D': dir = optarg; break;
+		case 'k': key = optarg; break;
+		case 'N': node = atoi(optarg); break;
+		case 'I': idx = atoi(optarg); break;
+		case 'p': peer_idx = atoi(optarg); break;
+		case 'm': mode = optarg; break;
+		case 'x': xfer = optarg; break;
+		case 'n': nmsgs = strtoul(optarg, NULL, 0); break;
+		case 's': msg_size = strtoul(optarg, NULL, 0); break;
+		case 't': conn_timeout_ms = strtoul(optarg, NULL, 0); break;
+		case 'E':
+			expect_errno = !strcmp(optarg, "ENODEV") ? ENODEV :
+				       !strcmp(optarg, "EPIPE") ? EPIPE : -1;
+			break;
+		case 'w': want_slot = atoi(optarg); break;
+		case 'R': repeat = true; break;
+		case 'S': streaming_at = strtoul(optarg, NULL, 0); break;
+		case 'T': timeout_s = atoi(optarg); break;
+		default: usage();
+		}
+	}
+	if (argc - optind != 2 || !dir || !key || node < 0 || node > 1 ||
+	    idx < 0 || !nmsgs || nmsgs > MAX_MSGS || !msg_size ||
+	    msg_size % 8 || strlen(key) > RV_JOB_KEY_MAX || expect_errno < 0)
+		usage();
+	if (inet_pton(AF_INET, argv[optind], &ips[0]) != 1 ||
+	    inet_pton(AF_INET, argv[optind + 1], &ips[1]) != 1)
+		usage();
+	if (peer_idx < 0)
+		peer_idx = idx;
+	if (!streaming_at)
+		streaming_at = nmsgs / 10 + 1;
+	if (is("victim"))
+		xfer = "s";
+	if (is("sink"))
+		xfer = "r";
+	if (is("fail") != !!expect_errno && !is("victim"))
+		usage();
+	if (!is("clean") && !is("recover") && !is("fail") && !is("victim") &&
+	    !is("sink"))
+		usage();
+
+	deadline = now_ms() + (uint64_t)timeout_s * 1000;
+	ret = setup();
+	if (ret)
+		return ret;
+	memset(&m0, 0, sizeof(m0));
+	ret = rv_mr_stats(rv, &m0);
+	if (ret)
+		diag("rv_mr_stats: %s", strerror(-ret));
+	t_start = now_ms();
+	if (run()) {
+		if (is("sink"))
+			check(nseen > 0, "sink-received", "nothing arrived");
+		else
+			linger();
+		after_stream(&m0);
+	} else if (fault_errno) {
+		after_fault();
+	}
+	if (!checks)
+		check(false, "ran", "no check ran");
+	rv_close(rv);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,317 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# reliability.sh - faults in the middle of verified traffic; runs on both
+# nodes of a 2-node group (see tests.list) and drives rv_rel_test:
+#
+#   reliability.sh kill     3 processes per node stream to their peers on
+#                           the other node while a 4th (send only) is
+#                           SIGKILLed on each node: its MR and slot are
+#                           released, rmmod is refused meanwhile, the
+#                           survivors finish verified with no failed write
+#                           and no generation change, a newcomer gets the
+#                           dead process's slot and streams too; rmmod
+#                           succeeds at the end
+#   reliability.sh remove   3 processes per node in flight when node0 runs
+#                           "rdma link delete": node0's posts end in ENODEV,
+#                           node1's in EPIPE once its connection gives up;
+#                           every write has its SEND event; rmmod works on
+#                           both nodes afterwards
+#   reliability.sh link     transient: node1's eth0 down for 8 s under
+#                           traffic (connection timeout 60 s): failed writes
+#                           are re-sent, EAGAIN while reconnecting, the
+#                           generation advances, every byte verified, the
+#                           recovery time printed
+#   reliability.sh perm     node1's processes killed and its rv unloaded
+#                           mid-traffic: node0's connection ends in ERROR
+#                           with a reason, every write has its SEND event,
+#                           posts end in EPIPE (its own boot: after a link
+#                           flap rxe may not connect again, see link)
+#
+# rv_rel_test's "check PASS|FAIL name" lines become TAP results, plus one
+# per process for its exit status.  Every wait is bounded.
+
+set -uo pipefail
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+: "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
+mode=${1:?usage: reliability.sh kill|remove|link|perm}
+me=$RV_NODE
+T=$RV_REPO/tools/testing/selftests/rv
+RT=$T/rv_rel_test
+shared=$(dirname "$RV_OUT")/rel-rdv
+mkdir -p "$shared"
+read -r -a ips <<<"$RV_NODE_IPS"
+declare -A pid
+
+# barrier NAME [SECONDS]: wait until both nodes reached NAME.
+barrier() {
+	local name=$1 limit=${2:-120} i n
+	touch "$shared/$name.node$me"
+	for ((i = 0; i < limit * 5; i++)); do
+		n=$(find "$shared" -maxdepth 1 -name "$name.node*" | wc -l)
+		[[ $n -ge $RV_NODES ]] && return 0
+		sleep 0.2
+	done
+	tap_diag "barrier $name: timed out after ${limit}s"
+	return 1
+}
+
+# start NAME ARGS...: one rv_rel_test in the background, output kept.
+start() {
+	local name=$1
+	shift
+	"$RT" -D "$shared" -N "$me" "$@" "${ips[0]}" "${ips[1]}" \
+		>"$RV_OUT/$name.out" 2>&1 &
+	pid[$name]=$!
+}
+
+# wait_files GLOB COUNT SECONDS: until COUNT files match in $shared.
+wait_files() {
+	local glob=$1 want=$2 limit=$3 i
+	for ((i = 0; i < limit * 5; i++)); do
+		[[ $(find "$shared" -maxdepth 1 -name "$glob" | wc -l) -ge $want ]] &&
+			return 0
+		sleep 0.2
+	done
+	tap_diag "waited ${limit}s for $want files $glob"
+	return 1
+}
+
+# finish NAME SECONDS: wait (bounded) for the process, then its checks and
+# exit status as TAP.  A process still running is killed and fails.
+finish() {
+	local name=$1 limit=$2 p=${pid[$1]} i rc=0 line n=0
+	for ((i = 0; i < limit * 5; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.2
+	done
+	if kill -0 "$p" 2>/dev/null; then
+		kill -9 "$p"
+		wait "$p" 2>/dev/null
+		rc=999
+	else
+		wait "$p" || rc=$?
+	fi
+	while IFS= read -r line; do
+		case $line in
+		"check PASS "*)
+			tap_ok "${line#check PASS }"
+			n=$((n + 1))
+			;;
+		"check FAIL "*)
+			line=${line#check FAIL }
+			tap_fail "${line%%: *}" "${line#*: }"
+			n=$((n + 1))
+			;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$RV_OUT/$name.out"
+	if [[ $rc -eq 999 ]]; then
+		tap_fail "$name.exit" "still running after ${limit}s: killed"
+	elif [[ $rc -eq 0 && $n -gt 0 ]]; then
+		tap_ok "$name.exit"
+	else
+		tap_fail "$name.exit" "exit status $rc, $n checks"
+	fi
+}
+
+# kernel MRs of rv (restrack names them after the PD's owner)
+count_mrs() {
+	rdma res show mr 2>/dev/null | grep -c 'comm \[rv\]'
+}
+
+# wait_mrs WANT SECONDS: until count_mrs is WANT.
+wait_mrs() {
+	local want=$1 limit=$2 i
+	for ((i = 0; i < limit * 5; i++)); do
+		[[ $(count_mrs) -eq $want ]] && return 0
+		sleep 0.2
+	done
+	echo "rv MRs: $(count_mrs), expected $want"
+	return 1
+}
+
+# field KEY NODE IDX WORD: a word of a process's info file ("slot", "pid").
+field() {
+	sed -n "s/.*\<$4 \([0-9a-f]*\).*/\1/p" "$shared/$1.info.$2.$3"
+}
+
+# survivors_running KEY: no survivor of this node has finished its stream
+# (else the kill or the newcomer did not happen next to live traffic).
+survivors_running() {
+	local i
+	for i in 0 1 2; do
+		if [[ -e $shared/$1.done.$me.$i ]]; then
+			echo "process $i had already finished"
+			return 1
+		fi
+	done
+}
+
+rmmod_refused() {
+	! rmmod rv 2>/dev/null && grep -qw '^rv' /proc/modules
+}
+
+reload_rv() {
+	grep -qw '^rv' /proc/modules || insmod "$RV_KO"
+}
+
+# ---- SIGKILL mid-traffic -------------------------------------------------
+
+kill_test() {
+	local k=rk i vslot vpin mrs
+	barrier kill-start || true
+	# -R: rounds until $k.stop, so the kill and the newcomer happen next
+	# to live traffic however fast each stream goes (checked below)
+	for i in 0 1 2; do
+		start "clean$i" -k $k -I $i -m clean -R -n 100 -s 32768 -S 4 -T 200
+	done
+	# idx 3 of each node writes to the sink idx 4 of the other node: the
+	# dead process's receive buffer is then nobody's target (a write to
+	# a freed MR would break the shared QP, which is RDMA, not rv)
+	start victim -k $k -I 3 -p 4 -m victim -n 64 -s 65536 -S 2 -T 200
+	start sink -k $k -I 4 -p 3 -m sink -n 64 -s 65536 -T 230
+	wait_files "$k.streaming.$me.*" 5 120 || true
+	barrier kill-strike || true
+	vslot=$(field $k "$me" 3 slot)
+	vpin=$(awk '/^VmPin/ {print $2}' "/proc/${pid[victim]}/status" 2>/dev/null)
+	mrs=$(count_mrs)
+	tap_diag "victim slot $vslot VmPin ${vpin:-?} kB, rv MRs on the node $mrs"
+	kill -9 "${pid[victim]}"
+	wait "${pid[victim]}" 2>/dev/null
+	tap_run survivors-mid-stream-at-kill survivors_running $k
+	tap_diag "victim killed, $(rdma res show qp 2>/dev/null | grep -c 'comm \[rdma_cm\]') rv QPs"
+	# the survivors still use the module
+	tap_run unload-refused-in-use rmmod_refused
+	# its one registration (the send buffer) goes with its file; the
+	# file waits for its writes in flight first (at most 10 s)
+	tap_run victim-mr-released wait_mrs $((mrs - 1)) 30
+	if [[ -n $vpin && $vpin -gt 0 ]]; then tap_ok victim-was-pinned
+	else tap_fail victim-was-pinned "VmPin ${vpin:-unknown} kB before the kill"; fi
+	# a newcomer gets the dead process's slot (xarray: lowest free) and
+	# streams over the same connection
+	tap_run survivors-mid-stream-at-newcomer survivors_running $k
+	start newcomer -k $k -I 5 -m clean -n 40 -s 32768 -w "${vslot:-0}" -T 120
+	finish newcomer 130
+	barrier kill-newcomers-done 150 || true
+	# survivors finish their round, sinks end
+	touch "$shared/$k.stop"
+	for i in 0 1 2; do
+		finish "clean$i" 100
+	done
+	finish sink 30
+	tap_run no-mr-left wait_mrs 0 30
+	barrier kill-end 60 || true
+	tap_run unload-after rmmod rv
+	tap_run reload reload_rv
+}
+
+# ---- device removal in flight ----------------------------------------------
+
+remove_test() {
+	local k=rd i e netdev t0
+	barrier remove-start || true
+	e=EPIPE
+	[[ $me == 0 ]] && e=ENODEV
+	# connection timeout 10 s: node1 gives up soon after node0 is gone
+	for i in 0 1 2; do
+		start "fail$i" -k $k -I $i -m fail -E $e -t 10000 -n 64 -s 65536 -T 150
+	done
+	wait_files "$k.streaming.*" 6 120 || true
+	barrier remove-strike || true
+	if [[ $me == 0 ]]; then
+		netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+		t0=$(date +%s%N)
+		tap_run link-delete timeout 60 rdma link delete "$RV_IBDEV"
+		tap_diag "rdma link delete took $((($(date +%s%N) - t0) / 1000000)) ms"
+	fi
+	for i in 0 1 2; do
+		finish "fail$i" 170
+	done
+	tap_run unload-after rmmod rv
+	barrier remove-end 200 || true
+	if [[ $me == 0 ]]; then
+		tap_run link-add rdma link add "$RV_IBDEV" type rxe netdev "${netdev:-eth0}"
+	fi
+	tap_run reload reload_rv
+}
+
+# ---- link down: transient, then permanent ------------------------------------
+
+link_test() {
+	local k=rl i t0
+	barrier link-start || true
+	for i in 0 1; do
+		# -R: rounds until $k.stop, so the outage finds traffic
+		start "recover$i" -k $k -I $i -m recover -R -t 60000 -n 200 -s 32768 -S 20 -T 150
+	done
+	wait_files "$k.streaming.*" 4 120 || true
+	barrier link-strike || true
+	# connection events into dmesg (best effort: needs debugfs)
+	echo 'module rv file rv_cm.c +p' >/sys/kernel/debug/dynamic_debug/control 2>/dev/null
+	if [[ $me == 1 ]]; then
+		t0=$(date +%s)
+		tap_run link-down ip link set eth0 down
+		sleep 8
+		tap_run link-up ip link set eth0 up
+		tap_diag "eth0 down for $(($(date +%s) - t0)) s"
+		# no new rounds: each process finishes (and re-sends) the
+		# one it is in once the connection is back
+		touch "$shared/$k.stop"
+	fi
+	for i in 0 1; do
+		finish "recover$i" 170
+	done
+	# rv's and rxe's view of the outage, for a bug report
+	dmesg | grep -i 'rv\|rxe\|eth0' | tail -n 30 | sed 's/^/# dmesg: /'
+	barrier link-end 180 || true
+}
+
+# ---- permanent failure: the peer's processes die and its rv goes away -----
+
+perm_test() {
+	local k=rp i
+	barrier perm-start || true
+	for i in 0 1; do
+		start "perm$i" -k $k -I $i -m fail -E EPIPE -t 10000 -n 64 -s 65536 -T 90
+	done
+	wait_files "$k.streaming.*" 4 120 || true
+	barrier perm-strike || true
+	if [[ $me == 1 ]]; then
+		for i in 0 1; do
+			kill -9 "${pid[perm$i]}"
+		done
+		for i in 0 1; do
+			wait "${pid[perm$i]}" 2>/dev/null
+		done
+		tap_run peer-unload timeout 60 rmmod rv
+	else
+		for i in 0 1; do
+			finish "perm$i" 100
+		done
+	fi
+	barrier perm-end 120 || true
+	tap_run reload reload_rv
+}
+
+tap_begin
+tap_diag "node$me of $RV_NODES ($RV_NODE_IPS), mode $mode"
+if [[ ! -x $RT ]] || ! grep -qw '^rv' /proc/modules || [[ $RV_NODES -ne 2 ]]; then
+	tap_skip "reliability-$mode" "rv_rel_test not built, rv not loaded or not 2 nodes"
+	tap_end
+	exit
+fi
+case $mode in
+kill) kill_test ;;
+remove) remove_test ;;
+link) link_test ;;
+perm) perm_test ;;
+*)
+	echo "unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+tap_end
