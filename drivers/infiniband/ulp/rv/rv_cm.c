@@ -23,6 +23,12 @@
 
 /* Address and route resolution time limit of one attempt. */
 #define RV_CM_RESOLVE_MS	2000
+/*
+ * Transport retries before a QP fails.  7 would mean "forever" on some
+ * devices (rxe among them), and a write to a peer that is gone must end
+ * with an error; RNR retries stay unlimited (the peer reposts receives).
+ */
+#define RV_CM_RETRY_COUNT	6
 /* Pause between a client's failed attempt and the next. */
 #define RV_CM_RETRY_MS		250
 
@@ -177,7 +183,7 @@ static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	struct rdma_conn_param param = {
 		.private_data = &req,
 		.private_data_len = sizeof(req),
-		.retry_count = 7,
+		.retry_count = RV_CM_RETRY_COUNT,
 		.rnr_retry_count = 7,
 	};
 
@@ -347,7 +353,7 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 	struct rdma_conn_param param = {
 		.private_data = &rep,
 		.private_data_len = sizeof(rep),
-		.retry_count = 7,
+		.retry_count = RV_CM_RETRY_COUNT,
 		.rnr_retry_count = 7,
 	};
 	struct rv_conn_qp *qp;
