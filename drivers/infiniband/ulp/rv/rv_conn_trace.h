@@ -120,7 +120,27 @@ DECLARE_EVENT_CLASS(rv_write_class,
 DEFINE_RV_WRITE_EVENT(post);
 DEFINE_RV_WRITE_EVENT(done);
 
+/* A heartbeat sent on a QP idle for @idle_ms. */
+TRACE_EVENT(rv_heartbeat,
+	    TP_PROTO(u32 job, u32 conn, u32 qp, u32 idle_ms),
+	    TP_ARGS(job, conn, qp, idle_ms),
+	    TP_STRUCT__entry(__field(u32, job)
+			     __field(u32, conn)
+			     __field(u32, qp)
+			     __field(u32, idle_ms)),
+	    TP_fast_assign(__entry->job = job;
+			   __entry->conn = conn;
+			   __entry->qp = qp;
+			   __entry->idle_ms = idle_ms;),
+	    TP_printk("job %u conn %u qp %u idle %u ms", __entry->job,
+		      __entry->conn, __entry->qp, __entry->idle_ms)
+);
+
 /* How an arrived write with immediate was routed (enum rv_recv_result). */
+TRACE_DEFINE_ENUM(RV_RECV_DELIVERED);
+TRACE_DEFINE_ENUM(RV_RECV_NO_SLOT);
+TRACE_DEFINE_ENUM(RV_RECV_RING_FULL);
+
 #define rv_show_recv_result(r)					\
 	__print_symbolic(r,					\
 			 { RV_RECV_DELIVERED, "delivered" },	\

@@ -268,6 +268,9 @@ static void rv_write_hb_work(struct work_struct *work)
 			continue;
 		}
 		atomic64_inc(&conn->heartbeats);
+		trace_rv_heartbeat(conn->job->id, conn->id, qp->index,
+				   jiffies_to_msecs(jiffies -
+						    READ_ONCE(qp->last_activity)));
 	}
 	queue_delayed_work(rv_cm_wq, &conn->hb_work, period);
 out_unlock:
