@@ -29,6 +29,12 @@
  * with an error; RNR retries stay unlimited (the peer reposts receives).
  */
 #define RV_CM_RETRY_COUNT	6
+/*
+ * A client attempt with no answer after this long is abandoned and
+ * retried: a request sent while the link was down can stay lost for the
+ * CM's whole MAD retry budget (a minute), long after the link is back.
+ */
+#define RV_CM_ATTEMPT_MS	5000
 /* Pause between a client's failed attempt and the next. */
 #define RV_CM_RETRY_MS		250
 
@@ -473,9 +479,11 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
 		return;
 	}
 	qp->cm_id = id;
-	/* Watchdog: the work gives up on the attempt at the deadline. */
-	rv_cm_kick(qp, time_after(conn->deadline, jiffies) ?
-		   conn->deadline - jiffies : 0);
+	qp->attempt_start = jiffies;
+	/* Watchdog: the work retries or gives up on the attempt. */
+	rv_cm_kick(qp, min(time_after(conn->deadline, jiffies) ?
+			   conn->deadline - jiffies : 0,
+			   msecs_to_jiffies(RV_CM_ATTEMPT_MS)));
 	mutex_unlock(&conn->lock);
 
 	/* Teardown cancels this work before it takes the id: no race. */
@@ -523,7 +531,19 @@ static void rv_cm_work(struct work_struct *work)
 		if (!conn->started)
 			break;
 		if (!expired) {
-			rv_cm_kick(qp, conn->deadline - jiffies);
+			unsigned long retry_at = qp->attempt_start +
+				msecs_to_jiffies(RV_CM_ATTEMPT_MS);
+
+			if (conn->client && qp->cm_id && !dead &&
+			    !time_before(jiffies, retry_at)) {
+				/* No answer: park the id, try again. */
+				rv_cm_fail(qp, qp->cm_id,
+					   RV_CONN_REASON_UNREACHABLE);
+				break;
+			}
+			rv_cm_kick(qp, conn->client &&
+				   time_before(retry_at, conn->deadline) ?
+				   retry_at - jiffies : conn->deadline - jiffies);
 			break;
 		}
 		/*

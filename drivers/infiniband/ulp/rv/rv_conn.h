@@ -93,6 +93,8 @@ struct rv_drain {
  *	@conn->lock
  * @state: enum rv_conn_qp_state, protected by @conn->lock
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
+ * @attempt_start: client: jiffies when the current attempt began;
+ *	protected by @conn->lock
  * @sq_lock: protects @sq_free and @inflight; taken by posters (under
  *	@conn->lock) and by send completions (without it)
  * @sq_free: send queue entries not used by writes in flight (credits)
@@ -123,6 +125,7 @@ struct rv_conn_qp {
 	struct rdma_cm_id *dead_id;
 	enum rv_conn_qp_state state;
 	u32 reason;
+	unsigned long attempt_start;
 	spinlock_t sq_lock; /* see above */
 	u32 sq_free;
 	struct list_head inflight;
