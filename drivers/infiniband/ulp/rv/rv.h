@@ -190,6 +190,8 @@ struct rv_ucmd {
 
 int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
 		    size_t cmd_len);
+int rv_file_lock_dev(struct rv_file *rf, bool need_device);
+void rv_file_unlock_dev(struct rv_file *rf);
 
 /*
  * Commands that use the job need an attached file, used from the address

@@ -31,6 +31,46 @@ int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
 	return 0;
 }
 
+/**
+ * rv_file_lock_dev - begin a command that uses the file's job and device
+ * @rf: the file
+ * @need_device: fail with -ENODEV once the device is removed (commands
+ *	that create device objects or post work); dropping references still
+ *	works after removal
+ *
+ * Takes rf->lock, checks the caller owns the attached file, and holds
+ * the device's rwsem for read so the PD, MRs and QPs stay put.  On
+ * success the caller ends with rv_file_unlock_dev().
+ */
+int rv_file_lock_dev(struct rv_file *rf, bool need_device)
+{
+	struct rv_device *dev;
+	int ret;
+
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	if (ret)
+		goto out_unlock;
+	dev = rf->job->dev;
+	down_read(&dev->rwsem);
+	if (need_device && dev->removed) {
+		up_read(&dev->rwsem);
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	return 0;
+
+out_unlock:
+	mutex_unlock(&rf->lock);
+	return ret;
+}
+
+void rv_file_unlock_dev(struct rv_file *rf)
+{
+	up_read(&rf->job->dev->rwsem);
+	mutex_unlock(&rf->lock);
+}
+
 static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 			void *arg);
 static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,

@@ -533,40 +533,6 @@ out_count:
 	return ERR_PTR(ret);
 }
 
-/*
- * Every MR command runs under rf->lock, from the attaching process, with
- * the device's rwsem held for read so the MRs and the PD stay put.  Only
- * registering needs the device: dropping references and evicting still
- * work after it is removed (its MRs are already gone).
- */
-static int rv_mr_begin(struct rv_file *rf, bool registering)
-{
-	struct rv_device *dev;
-	int ret;
-
-	mutex_lock(&rf->lock);
-	ret = rv_file_check_owner(rf);
-	if (ret)
-		goto out_unlock;
-	dev = rf->job->dev;
-	down_read(&dev->rwsem);
-	if (registering && dev->removed) {
-		ret = -ENODEV;
-		up_read(&dev->rwsem);
-		goto out_unlock;
-	}
-	return 0;
-
-out_unlock:
-	mutex_unlock(&rf->lock);
-	return ret;
-}
-
-static void rv_mr_end(struct rv_file *rf)
-{
-	up_read(&rf->job->dev->rwsem);
-	mutex_unlock(&rf->lock);
-}
 
 /* A range [addr, addr + length) that is not empty and does not wrap. */
 static bool rv_mr_range_ok(u64 addr, u64 length)
@@ -591,7 +557,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	if (access & RV_ACCESS_REMOTE_WRITE)
 		access |= RV_ACCESS_LOCAL_WRITE;
 
-	ret = rv_mr_begin(rf, true);
+	ret = rv_file_lock_dev(rf, true);
 	if (ret)
 		return ret;
 
@@ -629,7 +595,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		rv_mr_free_list(cache, &victims);
 	}
 out_end:
-	rv_mr_end(rf);
+	rv_file_unlock_dev(rf);
 	return ret;
 }
 
@@ -644,7 +610,7 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 	if (cmd->flags)
 		return -EINVAL;
-	ret = rv_mr_begin(rf, false);
+	ret = rv_file_lock_dev(rf, false);
 	if (ret)
 		return ret;
 
@@ -661,7 +627,7 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &victims);
 
-	rv_mr_end(rf);
+	rv_file_unlock_dev(rf);
 	if (ret)
 		return ret;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
@@ -760,7 +726,7 @@ int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	ret = rv_evict_check(cmd);
 	if (ret)
 		return ret;
-	ret = rv_mr_begin(rf, false);
+	ret = rv_file_lock_dev(rf, false);
 	if (ret)
 		return ret;
 
@@ -772,7 +738,7 @@ int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		cmd->freed_bytes += e->length;
 	}
 	rv_mr_free_list(cache, &victims);
-	rv_mr_end(rf);
+	rv_file_unlock_dev(rf);
 
 	if (ret)
 		return ret;

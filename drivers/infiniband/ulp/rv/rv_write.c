@@ -561,36 +561,6 @@ out_put_mr:
 	return ret;
 }
 
-/* Validate, lock, post, unlock: the common part of both POST commands. */
-static int rv_write_begin(struct rv_file *rf)
-{
-	struct rv_device *dev;
-	int ret;
-
-	mutex_lock(&rf->lock);
-	ret = rv_file_check_owner(rf);
-	if (ret)
-		goto out_unlock;
-	dev = rf->job->dev;
-	down_read(&dev->rwsem);
-	if (dev->removed) {
-		up_read(&dev->rwsem);
-		ret = -ENODEV;
-		goto out_unlock;
-	}
-	return 0;
-
-out_unlock:
-	mutex_unlock(&rf->lock);
-	return ret;
-}
-
-static void rv_write_end(struct rv_file *rf)
-{
-	up_read(&rf->job->dev->rwsem);
-	mutex_unlock(&rf->lock);
-}
-
 int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg)
 {
@@ -599,11 +569,11 @@ int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 	if (cmd->flags)
 		return -EINVAL;
-	ret = rv_write_begin(rf);
+	ret = rv_file_lock_dev(rf, true);
 	if (ret)
 		return ret;
 	ret = rv_write_post(rf, &cmd->write);
-	rv_write_end(rf);
+	rv_file_unlock_dev(rf);
 	return ret;
 }
 
@@ -620,7 +590,7 @@ int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	    cmd->entry_size != sizeof(struct rv_write))
 		return -EINVAL;
 	uw = u64_to_user_ptr(cmd->writes);
-	ret = rv_write_begin(rf);
+	ret = rv_file_lock_dev(rf, true);
 	if (ret)
 		return ret;
 	for (; cmd->posted < cmd->count; cmd->posted++) {
@@ -631,7 +601,7 @@ int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		if (ret)
 			break;
 	}
-	rv_write_end(rf);
+	rv_file_unlock_dev(rf);
 
 	if (!cmd->posted)
 		return ret;

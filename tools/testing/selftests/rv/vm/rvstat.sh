@@ -21,16 +21,9 @@ read -r -a ips <<<"$RV_NODE_IPS"
 peer=${ips[$((1 - me))]}
 st=$RV_OUT/holder.status
 
+# barrier NAME [SECONDS]: wait until every node reached NAME.
 barrier() {
-	local name=$1 i n
-	touch "$shared/$name.node$me"
-	for ((i = 0; i < 600; i++)); do
-		n=$(find "$shared" -maxdepth 1 -name "$name.node*" | wc -l)
-		[[ $n -ge $RV_NODES ]] && return 0
-		sleep 0.2
-	done
-	tap_diag "barrier $name: timed out"
-	return 1
+	rv_barrier "$shared" "$@"
 }
 
 # has PATTERN FILE: grep -E, diagnosing a miss.

@@ -70,6 +70,21 @@ tap_end() {
 
 # ---- multi-node helpers -----------------------------------------------------
 
+# rv_barrier DIR NAME [SECONDS]: wait (default at most 120 s) until every
+# node reached NAME, each marking it with a file in DIR, a directory all
+# nodes share (the run's output directory).
+rv_barrier() {
+	local dir=$1 name=$2 limit=${3:-120} i n
+	touch "$dir/$name.node$RV_NODE"
+	for ((i = 0; i < limit * 5; i++)); do
+		n=$(find "$dir" -maxdepth 1 -name "$name.node*" | wc -l)
+		[[ $n -ge $RV_NODES ]] && return 0
+		sleep 0.2
+	done
+	tap_diag "barrier $name: timed out after ${limit}s"
+	return 1
+}
+
 # rv_node_ip I: IPv4 address of node I.
 rv_node_ip() {
 	local -a ips

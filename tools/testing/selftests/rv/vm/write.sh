@@ -34,15 +34,7 @@ read -r -a ips <<<"$RV_NODE_IPS"
 
 # barrier NAME [SECONDS]: wait until every node reached NAME.
 barrier() {
-	local name=$1 limit=${2:-120} i n
-	touch "$shared/$name.node$me"
-	for ((i = 0; i < limit * 5; i++)); do
-		n=$(find "$shared" -maxdepth 1 -name "$name.node*" | wc -l)
-		[[ $n -ge $RV_NODES ]] && return 0
-		sleep 0.2
-	done
-	tap_diag "barrier $name: timed out after ${limit}s"
-	return 1
+	rv_barrier "$shared" "$@"
 }
 
 # phase NAME SECONDS ARGS...: one rv_write_test run as TAP results.
