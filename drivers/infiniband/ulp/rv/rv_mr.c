@@ -533,7 +533,6 @@ out_count:
 	return ERR_PTR(ret);
 }
 
-
 /* A range [addr, addr + length) that is not empty and does not wrap. */
 static bool rv_mr_range_ok(u64 addr, u64 length)
 {
