@@ -26,12 +26,13 @@ MODULE_PARM_DESC(conn_timeout_ms, "Default connection establishment timeout in m
 
 /*
  * rdma_cm's RoCE default (18: about 1 s, 2 s with the margin) makes every
- * packet lost at the end of a burst cost seconds; 14 (about 67 ms, as
- * perftest uses) keeps a lossy link moving.
+ * packet lost at the end of a burst cost seconds; 15 (about 134 ms) keeps
+ * a lossy link moving, and its 7 tries (RV_CM_RETRY_COUNT) still ride out
+ * a second of congestion before a write fails.
  */
-unsigned int rv_ack_timeout = 14;
+unsigned int rv_ack_timeout = 15;
 module_param_named(ack_timeout, rv_ack_timeout, uint, 0444);
-MODULE_PARM_DESC(ack_timeout, "QP local ACK timeout exponent: 4.096 us * 2^n (8..31, default 14)");
+MODULE_PARM_DESC(ack_timeout, "QP local ACK timeout exponent: 4.096 us * 2^n (8..31, default 15)");
 
 /* Protects rv_cm_listen_ids; held only to create or destroy them. */
 static DEFINE_MUTEX(rv_cm_listen_lock);
