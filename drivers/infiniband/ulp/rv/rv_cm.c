@@ -600,7 +600,9 @@ static void rv_cm_fault_work(struct work_struct *work)
 	mutex_lock(&conn->lock);
 	if (!conn->dead && qp->cm_id && !qp->dead_id &&
 	    qp->cm_id->qp == READ_ONCE(qp->fault_qp)) {
-		rv_conn_dbg(conn, "qp %u: failed, replacing it\n", qp->index);
+		pr_warn_ratelimited("job%u conn%u qp%u: QP %u failed, replacing it\n",
+				    conn->job->id, conn->id, qp->index,
+				    qp->cm_id->qp->qp_num);
 		atomic64_inc(&conn->qp_errors);
 		rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
 	}

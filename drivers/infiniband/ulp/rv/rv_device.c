@@ -101,6 +101,8 @@ static int rv_add_one(struct ib_device *ibdev)
 
 	ib_set_client_data(ibdev, &rv_ib_client, dev);
 	trace_rv_device_add(ibdev);
+	dev_info_ratelimited(&ibdev->dev, "rv: device %u added\n",
+			     ibdev->index);
 	return 0;
 }
 
@@ -117,6 +119,8 @@ static void rv_remove_one(struct ib_device *ibdev, void *client_data)
 	struct rv_job *job;
 
 	trace_rv_device_remove(ibdev);
+	dev_info_ratelimited(&ibdev->dev, "rv: device %u going away\n",
+			     ibdev->index);
 
 	mutex_lock(&rv_devices_lock);
 	list_del(&dev->list);

@@ -682,8 +682,8 @@ bool rv_write_file_quiesce(struct rv_file *rf)
 	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
 			       msecs_to_jiffies(RV_QUIESCE_MS)))
 		return true;
-	pr_warn("job%u slot%u: %d writes in flight at close: breaking their QPs\n",
-		rf->job->id, rf->slot, atomic_read(&rf->inflight));
+	pr_warn_ratelimited("job%u slot%u: %d writes in flight at close: breaking their QPs\n",
+			    rf->job->id, rf->slot, atomic_read(&rf->inflight));
 	rv_write_break_file(rf);
 	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
 			       msecs_to_jiffies(4 * RV_DRAIN_MS)))
