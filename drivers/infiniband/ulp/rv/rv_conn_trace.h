@@ -11,7 +11,10 @@
 #define _TRACE_RV_CONN_H
 
 #include <linux/tracepoint.h>
+#include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
 #include <rdma/rv_user_ioctls.h>
+#include <trace/misc/rdma.h>
 
 #define rv_show_conn_state(s)					\
 	__print_symbolic(s,					\
@@ -57,9 +60,9 @@ TRACE_EVENT(rv_cm_event,
 			   __entry->qp = qp;
 			   __entry->event = event;
 			   __entry->status = status;),
-	    TP_printk("job %u conn %u qp %u event %d status %d",
-		      __entry->job, __entry->conn, __entry->qp, __entry->event,
-		      __entry->status)
+	    TP_printk("job %u conn %u qp %u event %s status %d",
+		      __entry->job, __entry->conn, __entry->qp,
+		      rdma_show_cm_event(__entry->event), __entry->status)
 );
 
 /* A connection request on the listener: 0 accepted, else RV_CM_REJ_*. */
@@ -103,10 +106,11 @@ DECLARE_EVENT_CLASS(rv_write_class,
 				   __entry->segs = segs;
 				   __entry->status = status;
 				   __entry->overflow = overflow;),
-		    TP_printk("job %u conn %u qp %u slot %u wr_id %llu bytes %u segs %u status %u%s",
+		    TP_printk("job %u conn %u qp %u slot %u wr_id %llu bytes %u segs %u status %s%s",
 			      __entry->job, __entry->conn, __entry->qp,
 			      __entry->slot, __entry->wr_id, __entry->bytes,
-			      __entry->segs, __entry->status,
+			      __entry->segs,
+			      rdma_show_wc_status(__entry->status),
 			      __entry->overflow ? " ring overflow" : "")
 );
 

@@ -81,13 +81,13 @@ if [[ ${RV_NODES:-1} -ge 2 && -n ${RV_NODE_IPS:-} ]]; then
 	trace-cmd report -i "$work/idle.dat" >"$work/idle" 2>/dev/null
 	cat "$work/xfer" "$work/idle" >"$work/report"
 	check_event rv_conn_state 'job [0-9]+ conn [0-9]+ CONNECTED reason 0 generation 1 connected [1-9]'
-	check_event rv_cm_event 'job [0-9]+ conn [0-9]+ qp [0-9]+ event [0-9]+ status -?[0-9]+'
+	check_event rv_cm_event 'job [0-9]+ conn [0-9]+ qp [0-9]+ event ESTABLISHED status 0'
 	check_event rv_heartbeat 'job [0-9]+ conn [0-9]+ qp 0 idle [0-9]+ ms'
 	if [[ ${RV_NODE:-0} -eq 0 ]]; then
 		check_event rv_recv 'job [0-9]+ conn [0-9]+ slot 0 imm 0x[0-9a-f]+ bytes [1-9][0-9]* delivered'
 	else
-		check_event rv_write_post 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs 1 status 0'
-		check_event rv_write_done 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs 1 status 0$'
+		check_event rv_write_post 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs 1 status SUCCESS'
+		check_event rv_write_done 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs 1 status SUCCESS$'
 	fi
 fi
 
