@@ -93,7 +93,8 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
 	case IB_EVENT_QP_FATAL:
 	case IB_EVENT_QP_REQ_ERR:
 	case IB_EVENT_QP_ACCESS_ERR:
-		rv_cm_qp_fault(qp, event->element.qp);
+		rv_cm_qp_fault(qp, event->element.qp,
+			       ib_event_msg(event->event));
 		break;
 	default:
 		break;
@@ -600,18 +601,24 @@ static void rv_cm_fault_work(struct work_struct *work)
 	mutex_lock(&conn->lock);
 	if (!conn->dead && qp->cm_id && !qp->dead_id &&
 	    qp->cm_id->qp == READ_ONCE(qp->fault_qp)) {
-		pr_warn_ratelimited("job%u conn%u qp%u: QP %u failed, replacing it\n",
+		pr_warn_ratelimited("job%u conn%u qp%u: QP %u failed (%s), replacing it\n",
 				    conn->job->id, conn->id, qp->index,
-				    qp->cm_id->qp->qp_num);
+				    qp->cm_id->qp->qp_num,
+				    READ_ONCE(qp->fault_cause));
 		atomic64_inc(&conn->qp_errors);
 		rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
 	}
 	mutex_unlock(&conn->lock);
 }
 
-/* @ibqp of @qp failed; any context (async events may be atomic). */
-void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp)
+/*
+ * @ibqp of @qp failed because of @cause (static text); any context (async
+ * events may be atomic).
+ */
+void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
+		    const char *cause)
 {
+	WRITE_ONCE(qp->fault_cause, cause);
 	WRITE_ONCE(qp->broken, true);
 	WRITE_ONCE(qp->fault_qp, ibqp);
 	queue_work(rv_cm_wq, &qp->fault_work);

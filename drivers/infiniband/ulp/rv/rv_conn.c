@@ -351,6 +351,25 @@ bool rv_conn_settled(struct rv_conn *conn)
 	       state == RV_CONN_STATE_ERROR;
 }
 
+/* What an operator wants to see in the log, once per transition. */
+static void rv_conn_log_transition(const struct rv_conn *conn, u32 state,
+				   u32 reason)
+{
+	if (state == RV_CONN_STATE_CONNECTED && conn->generation > 1)
+		pr_info_ratelimited("job%u conn%u to %pISpc: reconnected, generation %llu\n",
+				    conn->job->id, conn->id, &conn->remote,
+				    conn->generation);
+	else if (state == RV_CONN_STATE_ERROR)
+		pr_info_ratelimited("job%u conn%u to %pISpc: failed, reason %u\n",
+				    conn->job->id, conn->id, &conn->remote,
+				    reason);
+	else if (conn->state == RV_CONN_STATE_CONNECTED &&
+		 state == RV_CONN_STATE_CONNECTING)
+		pr_info_ratelimited("job%u conn%u to %pISpc: lost a QP (reason %u), reconnecting\n",
+				    conn->job->id, conn->id, &conn->remote,
+				    reason);
+}
+
 /**
  * rv_conn_update_state - recompute the connection state from its QPs
  * @conn: the connection, @conn->lock held
@@ -396,20 +415,9 @@ void rv_conn_update_state(struct rv_conn *conn)
 		conn->generation++;
 	rv_conn_dbg(conn, "state %u -> %u reason %u generation %llu\n",
 		    conn->state, state, reason, conn->generation);
-	/* What an operator wants to see, once per transition. */
-	if (state == RV_CONN_STATE_CONNECTED && conn->generation > 1)
-		pr_info_ratelimited("job%u conn%u to %pISpc: reconnected, generation %llu\n",
-				    conn->job->id, conn->id, &conn->remote,
-				    conn->generation);
-	else if (state == RV_CONN_STATE_ERROR && conn->state != state)
-		pr_info_ratelimited("job%u conn%u to %pISpc: failed, reason %u\n",
-				    conn->job->id, conn->id, &conn->remote,
-				    reason);
-	else if (conn->state == RV_CONN_STATE_CONNECTED &&
-		 state == RV_CONN_STATE_CONNECTING)
-		pr_info_ratelimited("job%u conn%u to %pISpc: lost a QP (reason %u), reconnecting\n",
-				    conn->job->id, conn->id, &conn->remote,
-				    reason);
+	/* The local teardown of a connection is not news. */
+	if (!conn->dead)
+		rv_conn_log_transition(conn, state, reason);
 	WRITE_ONCE(conn->state, state);
 	trace_rv_conn_state(conn->job->id, conn->id, state, reason,
 			    conn->generation, connected);

@@ -111,6 +111,7 @@ struct rv_drain {
  * @fault_work: replaces the QP after an error (rv_cm_qp_fault())
  * @fault_qp: the ib_qp that failed, compared (never dereferenced) with
  *	the current one by @fault_work
+ * @fault_cause: static text naming the first failure, for the log line
  *
  * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
  * for a drain marker, one for a heartbeat; its receive queue @depth + 1.
@@ -137,6 +138,7 @@ struct rv_conn_qp {
 	bool broken;
 	struct work_struct fault_work;
 	struct ib_qp *fault_qp;
+	const char *fault_cause;
 };
 
 /**
@@ -351,7 +353,8 @@ void rv_cm_qp_init(struct rv_conn_qp *qp);
 void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay);
 void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id);
 void rv_cm_qp_break(struct rv_conn_qp *qp);
-void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp);
+void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
+		    const char *cause);
 
 #define rv_conn_dbg(conn, fmt, ...) do {				\
 	const struct rv_conn *__conn = (conn);				\

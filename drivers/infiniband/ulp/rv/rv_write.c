@@ -123,7 +123,8 @@ static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 		rv_write_set_status(ctx, wc->status);
 		/* The QP is in error now: have it replaced. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rv_cm_qp_fault(ctx->qp, wc->qp);
+			rv_cm_qp_fault(ctx->qp, wc->qp,
+				       ib_wc_status_msg(wc->status));
 	}
 	if (atomic_dec_and_test(&ctx->pending))
 		rv_write_finish(ctx);
@@ -178,7 +179,8 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		/* Flushes: the QP is going away, its receives with it. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			atomic64_inc(&conn->recv_errors);
-			rv_cm_qp_fault(qp, wc->qp);
+			rv_cm_qp_fault(qp, wc->qp,
+				       ib_wc_status_msg(wc->status));
 		}
 		return;
 	}
@@ -221,8 +223,8 @@ static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_unlock(&qp->sq_lock);
 	if (wc->status == IB_WC_SUCCESS)
 		WRITE_ONCE(qp->last_activity, jiffies);
-	else if (wc->status != IB_WC_WR_FLUSH_ERR)
-		rv_cm_qp_fault(qp, wc->qp);	/* the path is dead */
+	else if (wc->status != IB_WC_WR_FLUSH_ERR)	/* the path is dead */
+		rv_cm_qp_fault(qp, wc->qp, ib_wc_status_msg(wc->status));
 }
 
 /*
