@@ -73,14 +73,6 @@ static int npeers;
 static const char *status_file;
 static const char *expect = "connected";
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int parse_peer(struct peer *p, const char *arg)
 {
 	char ip[64];
@@ -225,7 +217,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		p->ret = rv_conn_connect(rv, p->handle, timeout_ms);
-		p->ms = now_ms();
+		p->ms = rv_now_ms();
 	}
 	for (i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
@@ -233,7 +225,7 @@ int main(int argc, char **argv)
 		if (p->ret)
 			continue;
 		ret = rv_conn_wait(rv, p->handle, timeout_ms + 10000, &p->q);
-		p->ms = now_ms() - p->ms;
+		p->ms = rv_now_ms() - p->ms;
 		if (ret < 0 && ret != -ETIMEDOUT)
 			p->ret = ret;
 	}

@@ -103,34 +103,7 @@ static int fault_errno;
 static struct rv_conn_query q_done;	/* when this stream was done */
 static uint32_t inflight_at_fault;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* One write(2) per line: the node's processes share the script's pipe. */
-static void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (n > (int)sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(1, line, n) < 0)
-		_exit(1);
-}
-
-#define diag(fmt, ...) out("# %s.n%d.i%d: " fmt, key, node, idx, ##__VA_ARGS__)
+#define diag(fmt, ...) rv_out("# %s.n%d.i%d: " fmt, key, node, idx, ##__VA_ARGS__)
 
 /* Named <mode>.n<node>.i<idx>.<name> so TAP names are unique per run. */
 static bool __attribute__((format(printf, 3, 4)))
@@ -141,14 +114,14 @@ check(bool ok, const char *name, const char *fmt, ...)
 
 	checks++;
 	if (ok) {
-		out("check PASS %s.n%d.i%d.%s", mode, node, idx, name);
+		rv_out("check PASS %s.n%d.i%d.%s", mode, node, idx, name);
 		return true;
 	}
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	failures++;
-	out("check FAIL %s.n%d.i%d.%s: %s", mode, node, idx, name, why);
+	rv_out("check FAIL %s.n%d.i%d.%s: %s", mode, node, idx, name, why);
 	return false;
 }
 
@@ -246,7 +219,7 @@ static bool fetch(const char *what, int nd, int ix, char *buf, size_t n)
 
 	path_of(p, sizeof(p), what, nd, ix);
 	while (!(f = fopen(p, "r"))) {
-		if (now_ms() > deadline)
+		if (rv_now_ms() > deadline)
 			return false;
 		usleep(50000);
 	}
@@ -383,7 +356,7 @@ static void on_event(const struct rv_event *e)
 		if (e->status) {
 			err_events++;
 			if (!t_first_err)
-				t_first_err = now_ms();
+				t_first_err = rv_now_ms();
 			sstate[i] = ST_TODO;
 			sfailed[i] = 1;
 			if (i < scan)
@@ -506,7 +479,7 @@ static void watch_recovery(void)
 		return;
 	conn_state(&q);
 	if (q.state == RV_CONN_STATE_CONNECTED && q.generation > gen0)
-		t_back = now_ms();
+		t_back = rv_now_ms();
 }
 
 /* <KEY>.stop exists; looked up at most every 200 ms (it is on 9p). */
@@ -515,9 +488,9 @@ static bool stop_seen(void)
 	static uint64_t next;
 	static bool seen_stop;
 
-	if (!seen_stop && now_ms() >= next) {
+	if (!seen_stop && rv_now_ms() >= next) {
 		seen_stop = exists("stop", 0, -1);
-		next = now_ms() + 200;
+		next = rv_now_ms() + 200;
 	}
 	return seen_stop;
 }
@@ -530,7 +503,7 @@ static bool run(void)
 
 	while (!(send_done() && recv_done()) || is("victim") || is("sink") ||
 	       is("fail") || (repeat && !stop_seen())) {
-		if (now_ms() > deadline) {
+		if (rv_now_ms() > deadline) {
 			struct rv_conn_query q;
 			struct rv_stats st;
 
@@ -578,7 +551,7 @@ static bool run(void)
 			if (q.state == RV_CONN_STATE_CONNECTING) {
 				eagain_recon++;
 				if (!t_first_err)
-					t_first_err = now_ms();
+					t_first_err = rv_now_ms();
 			}
 		} else if (ret == -EPIPE && is("recover")) {
 			struct rv_conn_query q;
@@ -638,7 +611,7 @@ static void linger(void)
 	if (!receiving())
 		return;
 	while (!exists("done", !node, peer_idx)) {
-		if (now_ms() > deadline) {
+		if (rv_now_ms() > deadline) {
 			check(false, "peer-done", "node%d idx %d never finished",
 			      !node, peer_idx);
 			return;
@@ -653,7 +626,7 @@ static void linger(void)
 		return;
 	}
 	/* the peer's last completions may overtake our receive events */
-	while (recv_short(peer_rounds + 1) && now_ms() < deadline)
+	while (recv_short(peer_rounds + 1) && rv_now_ms() < deadline)
 		reap(50);
 	for (i = 0; i < nmsgs; i++)
 		more += seen[i] > peer_rounds + 1;
@@ -674,7 +647,7 @@ static void after_fault(void)
 	struct rv_conn_query q;
 	struct rv_write w;
 	struct rv_stats s;
-	uint64_t until = now_ms() + 30000;
+	uint64_t until = rv_now_ms() + 30000;
 	int ret;
 
 	diag("fault: post %s with %u writes in flight, after %llu rounds",
@@ -682,7 +655,7 @@ static void after_fault(void)
 	     (unsigned long long)rounds);
 	check(fault_errno == expect_errno, "post-errno", "%s, expected %s",
 	      errno_name(fault_errno), errno_name(expect_errno));
-	while (inflight && now_ms() < until)
+	while (inflight && rv_now_ms() < until)
 		reap(100);
 	check(!inflight && posted == ok_events + err_events, "all-accounted",
 	      "posted %llu = %llu ok + %llu failed? %u still in flight after 30 s",
@@ -831,7 +804,7 @@ static void after_stream(const struct rv_mr_stats *m0)
 	     (unsigned long long)ok_events, (unsigned long long)err_events,
 	     (unsigned long long)eagain, (unsigned long long)eagain_recon,
 	     (unsigned long long)recv_events, (unsigned long long)dups,
-	     (now_ms() - t_start) / 1000.0);
+	     (rv_now_ms() - t_start) / 1000.0);
 }
 
 static void usage(void)
@@ -889,7 +862,7 @@ int main(int argc, char **argv)
 	    !is("sink"))
 		usage();
 
-	deadline = now_ms() + (uint64_t)timeout_s * 1000;
+	deadline = rv_now_ms() + (uint64_t)timeout_s * 1000;
 	ret = setup();
 	if (ret)
 		return ret;
@@ -897,7 +870,7 @@ int main(int argc, char **argv)
 	ret = rv_mr_stats(rv, &m0);
 	if (ret)
 		diag("rv_mr_stats: %s", strerror(-ret));
-	t_start = now_ms();
+	t_start = rv_now_ms();
 	if (run()) {
 		if (is("sink"))
 			check(nseen > 0, "sink-received", "nothing arrived");

@@ -7,6 +7,7 @@
 #define RV_TEST_UTIL_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -183,6 +185,38 @@ static inline int rv_drop_cap_ipc_lock(void)
 	if (syscall(SYS_capset, &hdr, data))
 		return -errno;
 	return 0;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t rv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * One line on stdout with one write(2): the processes of a node share the
+ * script's pipe, and their lines must not interleave.
+ */
+static inline void __attribute__((format(printf, 1, 2)))
+rv_out(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(1, line, n) < 0)
+		_exit(1);
 }
 
 #endif /* RV_TEST_UTIL_H */

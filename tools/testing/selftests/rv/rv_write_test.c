@@ -117,39 +117,12 @@ struct ctx {
 
 static struct ctx C;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool expired(void)
 {
-	return now_ms() > C.deadline_ms;
+	return rv_now_ms() > C.deadline_ms;
 }
 
-/* One line with one write(2): ranks share stdout and must not interleave. */
-static void __attribute__((format(printf, 1, 2))) out(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (n > (int)sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(1, line, n) < 0)
-		_exit(1);
-}
-
-#define diag(fmt, ...) out("# n%d.p%d: " fmt, node, C.proc, ##__VA_ARGS__)
+#define diag(fmt, ...) rv_out("# n%d.p%d: " fmt, node, C.proc, ##__VA_ARGS__)
 
 /* A check: named n<node>.p<proc>.<name> so write.sh's TAP names are unique. */
 static bool __attribute__((format(printf, 3, 4)))
@@ -160,14 +133,14 @@ check(bool ok, const char *name, const char *fmt, ...)
 
 	C.checks++;
 	if (ok) {
-		out("check PASS n%d.p%d.%s", node, C.proc, name);
+		rv_out("check PASS n%d.p%d.%s", node, C.proc, name);
 		return true;
 	}
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	C.failures++;
-	out("check FAIL n%d.p%d.%s: %s", node, C.proc, name, why);
+	rv_out("check FAIL n%d.p%d.%s: %s", node, C.proc, name, why);
 	return false;
 }
 
@@ -291,10 +264,10 @@ static bool exists(const char *name)
 /* Whether @name appears within @ms milliseconds. */
 static bool exists_within(const char *name, unsigned int ms)
 {
-	uint64_t until = now_ms() + ms;
+	uint64_t until = rv_now_ms() + ms;
 
 	while (!exists(name)) {
-		if (now_ms() >= until)
+		if (rv_now_ms() >= until)
 			return false;
 		usleep(10000);
 	}
@@ -1181,19 +1154,19 @@ static int write_and_wait(struct rv_write *w, struct rv_event *out_ev,
 			  int *post_err)
 {
 	struct rv_event ev[EV_BATCH];
-	uint64_t until = now_ms() + 30000;
+	uint64_t until = rv_now_ms() + 30000;
 	int ret, n, i;
 
 	for (;;) {
 		ret = rv_post_write(C.rv, w);
-		if (ret != -EAGAIN || now_ms() > until)
+		if (ret != -EAGAIN || rv_now_ms() > until)
 			break;
 		reap(ev, EV_BATCH, 10);	/* nothing else is in flight */
 	}
 	*post_err = ret;
 	if (ret)
 		return ret;
-	while (now_ms() < until) {
+	while (rv_now_ms() < until) {
 		n = reap(ev, EV_BATCH, 100);
 		for (i = 0; i < n; i++) {
 			if (ev[i].kind == RV_EVENT_SEND && ev[i].wr_id == w->wr_id) {
@@ -1230,13 +1203,13 @@ static void clean_after(const char *name, struct target *t, uint8_t *src,
 		.local_addr = (uintptr_t)src, .length = 4096,
 		.remote_addr = t->iova, .rkey = t->rkey,
 	};
-	uint64_t until = now_ms() + 30000;
+	uint64_t until = rv_now_ms() + 30000;
 	uint32_t in_row = 0, want = 2 * num_conn, failed = 0;
 	struct rv_event ev;
 	int st = -1, perr = 0, tries = 0;
 	struct rv_conn_query q;
 
-	while (in_row < want && now_ms() < until) {
+	while (in_row < want && rv_now_ms() < until) {
 		w.wr_id = 0xc1ea000000ULL + *seq;
 		w.imm = err_imm(t->slot, KIND_CLEAN, (*seq)++);
 		tries++;
@@ -1372,8 +1345,8 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	 * land in the pinned pages.
 	 */
 	publish("A.m2-start", "x\n");
-	until = now_ms() + 60000;
-	while (now_ms() < until && !got_error) {
+	until = rv_now_ms() + 60000;
+	while (rv_now_ms() < until && !got_error) {
 		memset(&w, 0, sizeof(w));
 		w.conn_handle = C.conn[1];
 		w.mr_handle = mr;
@@ -1718,7 +1691,7 @@ static void ring_receiver(void)
 		n = reap(ev, EV_BATCH, 0);
 		check(n == 0, "poll-ring-empty", "%d events before", n);
 		publish("R.poll-ready", "x\n");
-		t0 = now_ms();
+		t0 = rv_now_ms();
 		ret = poll(&pfd, 1, 60000);
 		n = reap(ev, EV_BATCH, 0);
 		check(ret == 1 && (pfd.revents & POLLIN) && n == 1 &&
@@ -1728,7 +1701,7 @@ static void ring_receiver(void)
 		      pat_check(C.ring_buf, 0, 4096, 0xfeed) < 0,
 		      "poll-wakes-on-recv",
 		      "poll %d revents %x after %llu ms, %d events",
-		      ret, pfd.revents, (unsigned long long)(now_ms() - t0), n);
+		      ret, pfd.revents, (unsigned long long)(rv_now_ms() - t0), n);
 	}
 	/* no slot: drops counted on this node's connection, nobody gets them */
 	if (!fetch("R.noslot-sent", text, sizeof(text)) ||
@@ -1821,7 +1794,7 @@ static int rank_main(int proc)
 
 	C.proc = proc;
 	C.id = node * procs + proc;
-	C.deadline_ms = now_ms() + (uint64_t)timeout_s * 1000;
+	C.deadline_ms = rv_now_ms() + (uint64_t)timeout_s * 1000;
 	snprintf(C.key, sizeof(C.key), "%s%s", key,
 		 !strcmp(mode, "errors") && proc % 2 ? "b" : "");
 	ret = attach(!strcmp(mode, "ring") && node == 1 && proc == 0 ?
@@ -1902,7 +1875,7 @@ int main(int argc, char **argv)
 			_exit(rank_main(i));
 	}
 	/* every rank bounded: kill what outlives its own deadline */
-	until = now_ms() + (uint64_t)timeout_s * 1000 + 30000;
+	until = rv_now_ms() + (uint64_t)timeout_s * 1000 + 30000;
 	left = procs;
 	while (left) {
 		pid_t p = waitpid(-1, &status, WNOHANG);
@@ -1917,21 +1890,21 @@ int main(int argc, char **argv)
 			if (WIFEXITED(status) && WEXITSTATUS(status) == 4) {
 				skip = true;
 			} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-				out("check FAIL n%d.p%d.exit: %s %d", node, i,
+				rv_out("check FAIL n%d.p%d.exit: %s %d", node, i,
 				    WIFEXITED(status) ? "exit status" : "signal",
 				    WIFEXITED(status) ? WEXITSTATUS(status) :
 				    WTERMSIG(status));
 				rc = 1;
 			} else {
-				out("check PASS n%d.p%d.exit", node, i);
+				rv_out("check PASS n%d.p%d.exit", node, i);
 			}
 			continue;
 		}
-		if (now_ms() > until) {
+		if (rv_now_ms() > until) {
 			for (i = 0; i < procs; i++)
 				if (pids[i] > 0) {
 					kill(pids[i], SIGKILL);
-					out("check FAIL n%d.p%d.exit: killed after %d s",
+					rv_out("check FAIL n%d.p%d.exit: killed after %d s",
 					    node, i, timeout_s + 30);
 				}
 			while (waitpid(-1, NULL, 0) > 0)
