@@ -45,7 +45,6 @@ mkdir -p "$shared"
 read -r -a ips <<<"$RV_NODE_IPS"
 declare -A pid
 
-# barrier NAME [SECONDS]: wait until both nodes reached NAME.
 # barrier NAME [SECONDS]: wait until every node reached NAME.
 barrier() {
 	rv_barrier "$shared" "$@"
