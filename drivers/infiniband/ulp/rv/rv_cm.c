@@ -19,6 +19,7 @@
 #include "rv_conn_trace.h"
 
 #include <linux/seq_file.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
 
 /* Address and route resolution time limit of one attempt. */
@@ -499,13 +500,31 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
 	}
 }
 
+/*
+ * Destroying a connected id sends a DREQ.  rxe (6.1) moves the port's GSI
+ * QP to the error state for good when it cannot transmit a MAD because
+ * the link is down, and the MAD layer never reposts its receives: no
+ * rdma_cm message would reach this node again until rxe is re-created.
+ * So a failed id is drained at once (its writes end with error events)
+ * but destroyed, and a new attempt started, only once its port is active.
+ */
+static bool rv_cm_port_active(struct rdma_cm_id *id)
+{
+	enum ib_port_state state;
+
+	if (!id->device || ib_get_cached_port_state(id->device, id->port_num,
+						    &state))
+		return true;
+	return state == IB_PORT_ACTIVE;
+}
+
 static void rv_cm_work(struct work_struct *work)
 {
 	struct rv_conn_qp *qp = container_of(to_delayed_work(work),
 					     struct rv_conn_qp, work);
 	struct rv_conn *conn = qp->conn;
 	struct rdma_cm_id *dead = NULL, *stuck = NULL;
-	bool expired, start = false;
+	bool expired, start = false, hold = false, drain = false;
 
 	mutex_lock(&conn->lock);
 	if (conn->dead)
@@ -516,6 +535,11 @@ static void rv_cm_work(struct work_struct *work)
 	 */
 	dead = qp->dead_id;
 	expired = conn->started && !time_before(jiffies, conn->deadline);
+	if (dead && !rv_cm_port_active(dead)) {
+		hold = true;
+		drain = !qp->dead_drained;
+		qp->dead_drained = true;
+	}
 
 	switch (qp->state) {
 	case RV_QP_RETRY:
@@ -523,7 +547,7 @@ static void rv_cm_work(struct work_struct *work)
 			qp->state = RV_QP_FAILED;
 			if (!qp->reason)
 				qp->reason = RV_CONN_REASON_TIMEOUT;
-		} else {
+		} else if (!hold) {
 			qp->state = RV_QP_CONNECTING;
 			start = true;
 		}
@@ -573,15 +597,25 @@ static void rv_cm_work(struct work_struct *work)
 	default:
 		break;
 	}
+	/* Look at the port again soon, whatever the state asked for. */
+	if (hold)
+		rv_cm_kick(qp, msecs_to_jiffies(RV_CM_RETRY_MS));
 	rv_conn_update_state(conn);
 out_unlock:
 	mutex_unlock(&conn->lock);
 
+	if (hold) {
+		/* Its writes end with errors now, its id goes later. */
+		if (drain && dead->qp)
+			rv_write_qp_drain(qp, dead->qp);
+		dead = NULL;
+	}
 	rv_cm_destroy_id(qp, dead);
 	rv_cm_destroy_id(qp, stuck);
 	if (dead) {
 		mutex_lock(&conn->lock);
 		qp->dead_id = NULL;
+		qp->dead_drained = false;
 		mutex_unlock(&conn->lock);
 	}
 	if (start)

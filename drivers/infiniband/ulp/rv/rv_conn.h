@@ -91,6 +91,9 @@ struct rv_drain {
  *	protected by @conn->lock
  * @dead_id: an id that failed, to be destroyed by @work; protected by
  *	@conn->lock
+ * @dead_drained: @dead_id's QP was drained while its port was down (the
+ *	id waits for the port, see rv_cm_port_active()); protected by
+ *	@conn->lock
  * @state: enum rv_conn_qp_state, protected by @conn->lock
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
  * @attempt_start: client: jiffies when the current attempt began;
@@ -124,6 +127,7 @@ struct rv_conn_qp {
 	struct delayed_work work;
 	struct rdma_cm_id *cm_id;
 	struct rdma_cm_id *dead_id;
+	bool dead_drained;
 	enum rv_conn_qp_state state;
 	u32 reason;
 	unsigned long attempt_start;

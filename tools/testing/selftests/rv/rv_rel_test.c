@@ -661,9 +661,11 @@ static void after_fault(void)
 	      "posted %llu = %llu ok + %llu failed? %u still in flight after 30 s",
 	      (unsigned long long)posted, (unsigned long long)ok_events,
 	      (unsigned long long)err_events, inflight);
-	check(err_events > 0, "error-events",
-	      "no write ended in error (%u in flight at the fault)",
-	      inflight_at_fault);
+	/*
+	 * Whether this process had writes in flight when the QPs failed is
+	 * timing (another process's writes may fail them first); the
+	 * script requires error events of the node's processes together.
+	 */
 	/* the ring is still there and empty: nothing more may come */
 	ret = reap(200);
 	check(ret == 0, "ring-quiet", "%d events after all were accounted", ret);

@@ -223,6 +223,7 @@ remove_test() {
 	for i in 0 1 2; do
 		finish "fail$i" 170
 	done
+	error_events fail0 fail1 fail2
 	tap_run unload-after rmmod rv
 	barrier remove-end 200 || true
 	if [[ $me == 0 ]]; then
@@ -262,6 +263,22 @@ link_test() {
 	barrier link-end 180 || true
 }
 
+# error_events NAME...: one result, at least one write of these processes
+# (their "conn:" lines) ended with an error event.
+error_events() {
+	local name sum=0 n
+	for name in "$@"; do
+		n=$(sed -n 's/.*conn: .* posted, [0-9]* ok, \([0-9]*\) failed$/\1/p' \
+			"$RV_OUT/$name.out" | tail -n 1)
+		sum=$((sum + ${n:-0}))
+	done
+	if [[ $sum -gt 0 ]]; then
+		tap_ok "error-events"
+	else
+		tap_fail "error-events" "no write of $* ended with an error event"
+	fi
+}
+
 # ---- permanent failure: the peer's processes die and its rv goes away -----
 
 perm_test() {
@@ -284,6 +301,7 @@ perm_test() {
 		for i in 0 1; do
 			finish "perm$i" 100
 		done
+		error_events perm0 perm1
 	fi
 	barrier perm-end 120 || true
 	tap_run reload reload_rv
