@@ -618,6 +618,13 @@ static void linger(void)
 		}
 		reap(50);
 	}
+	/*
+	 * The peer's writes have all completed, so their RECV events are in
+	 * the ring or on their way: take them before the counters are
+	 * compared with rv_stats.
+	 */
+	while (reap(200) > 0 && rv_now_ms() < deadline)
+		;
 	if (!is("clean"))
 		return;
 	if (!fetch("done", !node, peer_idx, text, sizeof(text)) ||

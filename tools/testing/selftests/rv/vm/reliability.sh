@@ -25,8 +25,12 @@
 #   reliability.sh perm     node1's processes killed and its rv unloaded
 #                           mid-traffic: node0's connection ends in ERROR
 #                           with a reason, every write has its SEND event,
-#                           posts end in EPIPE (its own boot: after a link
-#                           flap rxe may not connect again, see link)
+#                           posts end in EPIPE
+#   reliability.sh soak     4 processes per node stream in rounds while
+#                           node1's eth0 goes down for 3 s every 12 s,
+#                           RV_SOAK_FLAPS times (default 6): every write
+#                           completes or is re-sent, every message
+#                           verified; totals (bytes, flaps, re-sent)
 #
 # rv_rel_test's "check PASS|FAIL name" lines become TAP results, plus one
 # per process for its exit status.  Every wait is bounded.
@@ -36,7 +40,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
-mode=${1:?usage: reliability.sh kill|remove|link|perm}
+mode=${1:?usage: reliability.sh kill|remove|link|perm|soak}
 me=$RV_NODE
 T=$RV_REPO/tools/testing/selftests/rv
 RT=$T/rv_rel_test
@@ -279,6 +283,41 @@ error_events() {
 	fi
 }
 
+# ---- soak: rounds of verified traffic through repeated link flaps -------
+
+soak_test() {
+	local k=rs i flaps=${RV_SOAK_FLAPS:-6} f n bytes=0 resent=0 ok
+	barrier soak-start || true
+	for i in 0 1 2 3; do
+		start "soak$i" -k $k -I $i -m recover -R -t 60000 -n 100 -s 65536 -S 20 -T 400
+	done
+	wait_files "$k.streaming.*" 8 120 || true
+	barrier soak-strike || true
+	if [[ $me == 1 ]]; then
+		for ((f = 1; f <= flaps; f++)); do
+			sleep 9
+			ip link set eth0 down
+			sleep 3
+			ip link set eth0 up
+		done
+		tap_diag "$flaps flaps of eth0 (3 s down, 9 s up)"
+		sleep 20	# the last outage's re-sends
+		touch "$shared/$k.stop"
+	fi
+	for i in 0 1 2 3; do
+		finish "soak$i" 380
+	done
+	# "N writes posted (R re-sent), K ok, ..." of each process
+	for i in 0 1 2 3; do
+		read -r n ok < <(sed -n 's/.* writes posted (\([0-9]*\) re-sent), \([0-9]*\) ok,.*/\1 \2/p' \
+			"$RV_OUT/soak$i.out" | tail -n 1)
+		resent=$((resent + ${n:-0}))
+		bytes=$((bytes + ${ok:-0} * 65536))
+	done
+	tap_diag "soak: $bytes bytes written and completed, $resent writes re-sent"
+	barrier soak-end 400 || true
+}
+
 # ---- permanent failure: the peer's processes die and its rv goes away -----
 
 perm_test() {
@@ -319,6 +358,7 @@ kill) kill_test ;;
 remove) remove_test ;;
 link) link_test ;;
 perm) perm_test ;;
+soak) soak_test ;;
 *)
 	echo "unknown mode $mode" >&2
 	exit 2
