@@ -163,6 +163,9 @@ DEBUG_RV_DIR := $(BUILD)/debug-rv
 # environment, as can DEBUG_GROUPS (default: every group of tests.list).
 RV_DEBUG_TIMEOUT ?= 2400
 RV_DEBUG_VM_MEM ?= 1536
+# KASAN and lockdep slow the guests down enough that 6 transport retries
+# of about 134 ms (ack_timeout 15) run out: about 1 s each.
+RV_DEBUG_RV_ARGS ?= ack_timeout=18
 DEBUG_GROUPS ?=
 
 debug-kernel:
@@ -187,7 +190,8 @@ check-debug: debug-module librv selftests
 		-m $$dk/modroot/lib/modules/$$(cat $$dk/release) \
 		-t $(RV_DEBUG_TIMEOUT) -o $(BUILD)/vm/tests-debug \
 		$(addprefix -g ,$(DEBUG_GROUPS)) -- \
-		--rv-ko $(DEBUG_RV_DIR)/rv.ko --mem $(RV_DEBUG_VM_MEM)
+		--rv-ko $(DEBUG_RV_DIR)/rv.ko --mem $(RV_DEBUG_VM_MEM) \
+		--rv-args "$(RV_DEBUG_RV_ARGS)"
 
 # Warning-free with W=1, sparse-clean and checkpatch --strict clean.
 lint: lint-w1 lint-sparse checkpatch

@@ -42,8 +42,12 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
 		goto out_free_ring;
 	ring->mm = mm;
 
-	/* Zeroed, page-aligned, and mappable by remap_vmalloc_range(). */
-	ring->area = vmalloc_user(ring->size);
+	/*
+	 * Zeroed and page-aligned.  The size is the caller's choice (up to
+	 * 32 MiB): a failure is an errno for it, not a warning in the log.
+	 */
+	ring->area = __vmalloc(ring->size,
+			       GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
 	if (!ring->area) {
 		ret = -ENOMEM;
 		goto out_uncharge;
@@ -125,13 +129,22 @@ out_unlock:
 
 int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma)
 {
+	unsigned long off;
+	int ret;
+
 	if (vma->vm_pgoff ||
 	    vma_pages(vma) != PAGE_ALIGN(ring->size) >> PAGE_SHIFT ||
 	    !(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	/* Not inherited by fork: the child is not the ring's process. */
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND;
-	return remap_vmalloc_range(vma, ring->area, 0);
+	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
+	for (off = 0; off < vma->vm_end - vma->vm_start; off += PAGE_SIZE) {
+		ret = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page(ring->area + off));
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 __poll_t rv_ring_poll(struct rv_ring *ring, struct file *filp,

@@ -78,7 +78,8 @@ wait_devnode() {
 }
 
 load() {
-	insmod "$RV_KO" 2>&1 | diag
+	# shellcheck disable=SC2086 # RV_KO_ARGS: blank-separated parameters
+	insmod "$RV_KO" ${RV_KO_ARGS:-} 2>&1 | diag
 	[ "${PIPESTATUS[0]}" -eq 0 ] && loaded && wait_devnode
 }
 
@@ -165,7 +166,8 @@ rv_mrs_are() {
 cleanup() {
 	[ -n "$hold_pid" ] && hold_stop
 	if [ "$was_loaded" = 1 ] && ! loaded; then
-		insmod "$RV_KO" >/dev/null 2>&1
+		# shellcheck disable=SC2086
+		insmod "$RV_KO" ${RV_KO_ARGS:-} >/dev/null 2>&1
 	fi
 }
 

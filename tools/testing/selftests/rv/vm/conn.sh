@@ -341,7 +341,7 @@ lifetime() {
 	tap_run life-qps-zero test "$c" -eq 0
 	barrier life-end || true
 	tap_run rmmod rmmod rv
-	tap_run reload insmod "$RV_KO"
+	tap_run reload rv_insmod
 }
 
 # Device removal under a connected job: node0 removes its rxe device.

@@ -44,9 +44,9 @@ if [[ -z $node || ! -r $outdir/.rvvm/env ]]; then
 fi
 # shellcheck source=/dev/null
 source "$outdir/.rvvm/env"
-# From env (written by rv-vm): RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_REPO
+# From env (written by rv-vm): RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_KO_ARGS RV_REPO
 # RVVM_MODE RVVM_CMD RVVM_MODDIR RVVM_PREFIX_LEN RVVM_TTY_ROWS RVVM_TTY_COLS
-export RV_NODE=$node RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_REPO
+export RV_NODE=$node RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_KO_ARGS RV_REPO
 export RV_OUT=$outdir/node$node
 mkdir -p "$RV_OUT"
 log=$outdir/node$node.out
@@ -112,7 +112,8 @@ if [[ -f $RV_KO ]]; then
 	for d in $deps; do
 		modprobe "$d" || setup_fail "modprobe $d (needed by rv.ko)"
 	done
-	insmod "$RV_KO" || setup_fail "insmod $RV_KO"
+	# shellcheck disable=SC2086 # RV_KO_ARGS: blank-separated parameters
+	insmod "$RV_KO" ${RV_KO_ARGS:-} || setup_fail "insmod $RV_KO ${RV_KO_ARGS:-}"
 	echo "guest-init: loaded $RV_KO"
 else
 	echo "guest-init: $RV_KO not built, rv not loaded"

@@ -152,7 +152,7 @@ rmmod_refused() {
 }
 
 reload_rv() {
-	grep -qw '^rv' /proc/modules || insmod "$RV_KO"
+	grep -qw '^rv' /proc/modules || rv_insmod
 }
 
 # ---- SIGKILL mid-traffic -------------------------------------------------

@@ -70,6 +70,14 @@ tap_end() {
 
 # ---- multi-node helpers -----------------------------------------------------
 
+# rv_insmod [PARAM=VALUE...]: rv.ko with the run's parameters (rv-vm
+# --rv-args), then these.
+# shellcheck disable=SC2120 # arguments are optional
+rv_insmod() {
+	# shellcheck disable=SC2086 # RV_KO_ARGS: blank-separated parameters
+	insmod "$RV_KO" ${RV_KO_ARGS:-} "$@"
+}
+
 # rv_barrier DIR NAME [SECONDS]: wait (default at most 120 s) until every
 # node reached NAME, each marking it with a file in DIR, a directory all
 # nodes share (the run's output directory).

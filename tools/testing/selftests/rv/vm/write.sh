@@ -77,7 +77,7 @@ phase() {
 # reload_rv [PARAM=VALUE...]: rv again with these parameters (both nodes
 # at a barrier: no rv file may be open).
 reload_rv() {
-	rmmod rv && insmod "$RV_KO" "$@"
+	rmmod rv && rv_insmod "$@"
 }
 
 pair() {
@@ -90,12 +90,12 @@ pair() {
 	# connection and writes posted faster than rxe moves them.
 	barrier before-reload || true
 	if rmmod rv; then
-		insmod "$RV_KO" conn_wqe_budget=16 2>/dev/null ||
-			tap_run insmod-small-budget insmod "$RV_KO" conn_wqe_budget=256
+		rv_insmod conn_wqe_budget=16 2>/dev/null ||
+			tap_run insmod-small-budget rv_insmod conn_wqe_budget=256
 	else
 		tap_fail rmmod-for-small-budget
 	fi
-	grep -qw '^rv' /proc/modules || insmod "$RV_KO"
+	grep -qw '^rv' /proc/modules || rv_insmod
 	tap_diag "conn_wqe_budget=$(cat /sys/module/rv/parameters/conn_wqe_budget 2>/dev/null)"
 	barrier after-reload || true
 	phase eagain 200 -m eagain -k wg -P 1 -c 1 -F 16384 -C 1024
