@@ -18,6 +18,7 @@
 #define CREATE_TRACE_POINTS
 #include "rv_conn_trace.h"
 
+#include <linux/netdevice.h>
 #include <linux/seq_file.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
@@ -510,8 +511,24 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
  */
 static bool rv_cm_port_active(struct rdma_cm_id *id)
 {
+	int ifindex = id->route.addr.dev_addr.bound_dev_if;
 	enum ib_port_state state;
+	struct net_device *ndev;
+	bool up = true;
 
+	/*
+	 * The netdev goes down first; rxe's port leaves ACTIVE only when
+	 * its notifier has run, after QPs may already have failed.
+	 */
+	if (ifindex) {
+		ndev = dev_get_by_index(&init_net, ifindex);
+		if (ndev) {
+			up = netif_running(ndev) && netif_carrier_ok(ndev);
+			dev_put(ndev);
+		}
+	}
+	if (!up)
+		return false;
 	if (!id->device || ib_get_cached_port_state(id->device, id->port_num,
 						    &state))
 		return true;
