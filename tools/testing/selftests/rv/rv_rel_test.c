@@ -142,21 +142,13 @@ static bool receiving(void)
 
 /* ---- pattern: 8-byte words, a function of seed and position --------- */
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* msg_size is a multiple of 8 (main() insists), so words never straddle. */
 static void pat_fill(uint8_t *p, uint64_t len, uint64_t seed)
 {
 	uint64_t i, w;
 
 	for (i = 0; i < len / 8; i++) {
-		w = mix64(seed + i);
+		w = rv_mix64(seed + i);
 		memcpy(p + i * 8, &w, 8);
 	}
 }
@@ -169,7 +161,7 @@ static int64_t pat_check(const uint8_t *p, uint64_t off, uint64_t len,
 	int b;
 
 	for (i = off / 8; i < (off + len) / 8; i++) {
-		w = mix64(seed + i);
+		w = rv_mix64(seed + i);
 		if (memcmp(p + i * 8, &w, 8))
 			for (b = 0; b < 8; b++)
 				if (p[i * 8 + b] != ((uint8_t *)&w)[b])

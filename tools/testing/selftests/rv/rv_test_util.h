@@ -187,6 +187,18 @@ static inline int rv_drop_cap_ipc_lock(void)
 	return 0;
 }
 
+/*
+ * splitmix64's finaliser: the test patterns' words, a function of a seed
+ * and the position.
+ */
+static inline uint64_t rv_mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
 /* CLOCK_MONOTONIC in milliseconds. */
 static inline uint64_t rv_now_ms(void)
 {

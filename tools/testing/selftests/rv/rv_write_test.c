@@ -146,25 +146,17 @@ check(bool ok, const char *name, const char *fmt, ...)
 
 /* ---- the pattern ----------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-/* Region bytes are words mix64(seed + word index): a function of position. */
+/* Region bytes are words rv_mix64(seed + word index): a function of position. */
 static void pat_fill(uint8_t *base, uint64_t len, uint64_t seed)
 {
 	uint64_t i, w;
 
 	for (i = 0; i < len / 8; i++) {
-		w = mix64(seed + i);
+		w = rv_mix64(seed + i);
 		memcpy(base + i * 8, &w, 8);
 	}
 	for (i = len & ~7ULL; i < len; i++) {
-		w = mix64(seed + i / 8);
+		w = rv_mix64(seed + i / 8);
 		base[i] = ((uint8_t *)&w)[i & 7];
 	}
 }
@@ -177,19 +169,19 @@ static int64_t pat_check(const uint8_t *base, uint64_t off, uint64_t len,
 
 	while (o < end) {
 		if (!(o & 7) && end - o >= 8) {
-			w = mix64(seed + o / 8);
+			w = rv_mix64(seed + o / 8);
 			if (memcmp(base + o, &w, 8))
 				break;
 			o += 8;
 			continue;
 		}
-		w = mix64(seed + o / 8);
+		w = rv_mix64(seed + o / 8);
 		if (base[o] != ((uint8_t *)&w)[o & 7])
 			return (int64_t)o;
 		o++;
 	}
 	while (o < end) {	/* locate the byte inside the bad word */
-		w = mix64(seed + o / 8);
+		w = rv_mix64(seed + o / 8);
 		if (base[o] != ((uint8_t *)&w)[o & 7])
 			return (int64_t)o;
 		o++;
@@ -492,7 +484,7 @@ struct stream {
 static uint64_t rng_next(uint64_t *s)
 {
 	*s += 0x9e3779b97f4a7c15ULL;
-	return mix64(*s);
+	return rv_mix64(*s);
 }
 
 /* The messages of one (sender, receiver) pair: both sides compute it. */
@@ -538,7 +530,7 @@ static void make_plan(struct plan *p, uint64_t seed, bool with_bigs)
 
 static uint64_t pair_seed(uint64_t rseed, int sender)
 {
-	return mix64(rseed ^ mix64(0x5eed0000ULL + sender));
+	return rv_mix64(rseed ^ rv_mix64(0x5eed0000ULL + sender));
 }
 
 static bool is_peer(int r, bool same_proc)
