@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Completion queues.  Entries are kept in the widest format (tagged, plus
+ * the source address for fi_cq_readfrom) and narrowed to the CQ's format
+ * when read.  The queue grows instead of overflowing: a completion is
+ * never lost, and FI_RM_ENABLED holds without a credit scheme.  Reading
+ * drives the domain's progress (FI_PROGRESS_MANUAL).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rvfi.h"
+
+static size_t entry_size(enum fi_cq_format f)
+{
+	switch (f) {
+	case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
+	case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
+	case FI_CQ_FORMAT_TAGGED: return sizeof(struct fi_cq_tagged_entry);
+	default: return sizeof(struct fi_cq_entry);
+	}
+}
+
+void rvfi_cq_push(struct rvfi_cq *cq, void *ctx, uint64_t flags, size_t len,
+		  void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
+{
+	struct rvfi_cqe *e;
+
+	if (cq->count == cq->cap) {
+		size_t cap = cq->cap ? cq->cap * 2 : 256, i;
+		struct rvfi_cqe *r = malloc(cap * sizeof(*r));
+
+		if (!r) {
+			/* Nothing sane to do but say so: the op is lost. */
+			RVFI_WARN("CQ: out of memory, completion dropped\n");
+			return;
+		}
+		for (i = 0; i < cq->count; i++)
+			r[i] = cq->ring[(cq->head + i) % cq->cap];
+		free(cq->ring);
+		cq->ring = r;
+		cq->head = 0;
+		cq->cap = cap;
+	}
+	e = &cq->ring[(cq->head + cq->count) % cq->cap];
+	e->e.op_context = ctx;
+	e->e.flags = flags;
+	e->e.len = len;
+	e->e.buf = buf;
+	e->e.data = data;
+	e->e.tag = tag;
+	e->src = src;
+	cq->count++;
+}
+
+void rvfi_cq_push_err(struct rvfi_cq *cq, void *ctx, uint64_t flags,
+		      size_t len, void *buf, uint64_t data, uint64_t tag,
+		      size_t olen, int err, int prov_errno, fi_addr_t src)
+{
+	struct rvfi_cq_err *ce = calloc(1, sizeof(*ce));
+
+	(void)src;
+	if (!ce) {
+		RVFI_WARN("CQ: out of memory, error completion dropped\n");
+		return;
+	}
+	ce->e.op_context = ctx;
+	ce->e.flags = flags;
+	ce->e.len = len;
+	ce->e.buf = buf;
+	ce->e.data = data;
+	ce->e.tag = tag;
+	ce->e.olen = olen;
+	ce->e.err = err;
+	ce->e.prov_errno = prov_errno;
+	rvfi_list_add_tail(&cq->errs, &ce->link);
+	cq->nerr++;
+}
+
+/* Copies out up to @count entries; the caller holds the domain lock. */
+static ssize_t cq_take(struct rvfi_cq *cq, void *buf, size_t count,
+		       fi_addr_t *src)
+{
+	size_t esz = entry_size(cq->format), n = 0;
+	char *out = buf;
+
+	while (n < count && cq->count) {
+		struct rvfi_cqe *e = &cq->ring[cq->head];
+
+		/* The formats are prefixes of the tagged entry. */
+		memcpy(out + n * esz, &e->e, esz);
+		if (src)
+			src[n] = e->src;
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+		n++;
+	}
+	if (n)
+		return n;
+	return cq->nerr ? -FI_EAVAIL : -FI_EAGAIN;
+}
+
+static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count,
+			   fi_addr_t *src)
+{
+	struct rvfi_cq *cq = container_of(fid, struct rvfi_cq, cq);
+	ssize_t ret;
+
+	pthread_mutex_lock(&cq->dom->lock);
+	if (!cq->count)
+		rvfi_progress(cq->dom);
+	ret = cq_take(cq, buf, count, src);
+	pthread_mutex_unlock(&cq->dom->lock);
+	return ret;
+}
+
+static ssize_t cq_read(struct fid_cq *fid, void *buf, size_t count)
+{
+	return cq_readfrom(fid, buf, count, NULL);
+}
+
+static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf,
+			  uint64_t flags)
+{
+	struct rvfi_cq *cq = container_of(fid, struct rvfi_cq, cq);
+	struct rvfi_cq_err *ce;
+	size_t size;
+
+	(void)flags;
+	pthread_mutex_lock(&cq->dom->lock);
+	if (!cq->nerr) {
+		pthread_mutex_unlock(&cq->dom->lock);
+		return -FI_EAGAIN;
+	}
+	ce = container_of(cq->errs.next, struct rvfi_cq_err, link);
+	rvfi_list_del(&ce->link);
+	cq->nerr--;
+	pthread_mutex_unlock(&cq->dom->lock);
+
+	/*
+	 * Applications written against API < 1.5 pass the shorter struct
+	 * without err_data_size; newer ones may pass an err_data buffer,
+	 * which stays untouched (no provider error data).
+	 */
+	if (FI_VERSION_LT(cq->dom->fab->fab.api_version, FI_VERSION(1, 5))) {
+		size = offsetof(struct fi_cq_err_entry, err_data_size);
+		ce->e.err_data = NULL;
+	} else {
+		size = sizeof(*buf);
+		ce->e.err_data = buf->err_data_size ? buf->err_data : NULL;
+		ce->e.err_data_size = 0;
+	}
+	memcpy(buf, &ce->e, size);
+	free(ce);
+	return 1;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Blocking read: progress, then sleep on the domain's epoll set (sockets
+ * and rv event rings) in slices of at most 100 ms, so completions that do
+ * not wake a descriptor (a write retried after EAGAIN) are still found.
+ */
+static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count,
+			    fi_addr_t *src, const void *cond, int timeout)
+{
+	struct rvfi_cq *cq = container_of(fid, struct rvfi_cq, cq);
+	long deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	ssize_t ret;
+
+	(void)cond;
+	for (;;) {
+		long left;
+
+		pthread_mutex_lock(&cq->dom->lock);
+		rvfi_progress(cq->dom);
+		ret = cq_take(cq, buf, count, src);
+		if (ret == -FI_EAGAIN && cq->signaled) {
+			cq->signaled = false;
+			pthread_mutex_unlock(&cq->dom->lock);
+			return -FI_EAGAIN;
+		}
+		pthread_mutex_unlock(&cq->dom->lock);
+		if (ret != -FI_EAGAIN)
+			return ret;
+		left = deadline < 0 ? 100 : deadline - now_ms();
+		if (left <= 0)
+			return -FI_EAGAIN;
+		rvfi_wait(cq->dom, left > 100 ? 100 : (int)left);
+	}
+}
+
+static ssize_t cq_sread(struct fid_cq *fid, void *buf, size_t count,
+			const void *cond, int timeout)
+{
+	return cq_sreadfrom(fid, buf, count, NULL, cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *fid)
+{
+	struct rvfi_cq *cq = container_of(fid, struct rvfi_cq, cq);
+
+	pthread_mutex_lock(&cq->dom->lock);
+	cq->signaled = true;
+	pthread_mutex_unlock(&cq->dom->lock);
+	return 0;
+}
+
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno,
+			       const void *err_data, char *buf, size_t len)
+{
+	const char *s = prov_errno > 0 ? strerror(prov_errno) :
+			fi_strerror(-prov_errno);
+
+	(void)cq; (void)err_data;
+	if (buf && len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	return s;
+}
+
+static struct fi_ops_cq cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
+};
+
+static int cq_close(struct fid *fid)
+{
+	struct rvfi_cq *cq = container_of(fid, struct rvfi_cq, cq.fid);
+	struct rvfi_domain *dom = cq->dom;
+	struct rvfi_list *pos, *tmp;
+
+	pthread_mutex_lock(&dom->lock);
+	if (cq->refs) {
+		pthread_mutex_unlock(&dom->lock);
+		return -FI_EBUSY;
+	}
+	dom->refs--;
+	pthread_mutex_unlock(&dom->lock);
+	rvfi_list_for_each_safe(pos, tmp, &cq->errs)
+		free(container_of(pos, struct rvfi_cq_err, link));
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+static struct fi_ops cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cq_close,
+	.bind = rvfi_no_bind,
+	.control = rvfi_no_control,
+	.ops_open = rvfi_no_ops_open,
+	.tostr = rvfi_no_tostr,
+	.ops_set = rvfi_no_ops_set,
+};
+
+int rvfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		 struct fid_cq **cqp, void *context)
+{
+	struct rvfi_domain *dom = container_of(domain, struct rvfi_domain, dom);
+	struct rvfi_cq *cq;
+
+	if (!attr)
+		return -FI_EINVAL;
+	switch (attr->format) {
+	case FI_CQ_FORMAT_UNSPEC:
+	case FI_CQ_FORMAT_CONTEXT:
+	case FI_CQ_FORMAT_MSG:
+	case FI_CQ_FORMAT_DATA:
+	case FI_CQ_FORMAT_TAGGED:
+		break;
+	default:
+		return -FI_ENOSYS;
+	}
+	/* sread works with any of these: it sleeps on the domain's epoll. */
+	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+		return -FI_ENOSYS;
+	if (attr->flags & ~(uint64_t)FI_AFFINITY)
+		return -FI_EINVAL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	cq->dom = dom;
+	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
+		     FI_CQ_FORMAT_CONTEXT : attr->format;
+	rvfi_list_init(&cq->errs);
+	cq->cq.fid.fclass = FI_CLASS_CQ;
+	cq->cq.fid.context = context;
+	cq->cq.fid.ops = &cq_fi_ops;
+	cq->cq.ops = &cq_ops;
+	pthread_mutex_lock(&dom->lock);
+	dom->refs++;
+	pthread_mutex_unlock(&dom->lock);
+	*cqp = &cq->cq;
+	return 0;
+}

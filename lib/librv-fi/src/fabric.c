@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The provider's entry point, its settings from the environment, the
+ * fabric object and a minimal EQ (RDM endpoints report nothing through an
+ * EQ, but fi_pingpong opens one unconditionally).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rvfi.h"
+
+struct rvfi_env rvfi_env;
+
+static void rvfi_cleanup(void)
+{
+}
+
+struct fi_provider rvfi_prov = {
+	.name = RVFI_NAME,
+	.version = RVFI_PROV_VERSION,
+	.fi_version = RVFI_FI_VERSION,
+	.getinfo = rvfi_getinfo,
+	.fabric = rvfi_fabric_open,
+	.cleanup = rvfi_cleanup,
+};
+
+/* FNV-1a: spreads a launcher's job id over the 16 key bytes rv takes. */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * The rv job key: every process of one job must find the same one, so
+ * that they share the node's connections.  An explicit FI_RV_JOB_KEY wins;
+ * otherwise the launcher's job id (Open MPI, PMIx, Slurm), hashed; else a
+ * fixed key (all of the uid's processes then form one rv job, which is
+ * still correct, only less isolated).
+ */
+static void job_key_init(void)
+{
+	static const char *const vars[] = {
+		"OMPI_MCA_orte_ess_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID",
+	};
+	const char *v = getenv("FI_RV_JOB_KEY");
+	size_t i;
+
+	if (v && *v && strlen(v) <= RV_JOB_KEY_MAX) {
+		snprintf(rvfi_env.job_key, sizeof(rvfi_env.job_key), "%s", v);
+		return;
+	}
+	for (i = 0; !(v && *v) && i < sizeof(vars) / sizeof(vars[0]); i++)
+		v = getenv(vars[i]);
+	if (v && *v)
+		snprintf(rvfi_env.job_key, sizeof(rvfi_env.job_key),
+			 "fi%014llx",
+			 (unsigned long long)(fnv1a(v) & 0xffffffffffffffull));
+	else
+		snprintf(rvfi_env.job_key, sizeof(rvfi_env.job_key), "rvfi");
+}
+
+void rvfi_env_init(void)
+{
+	const char *v;
+
+	rvfi_env.rndv_threshold = RVFI_DEF_THRESHOLD;
+	v = getenv("FI_RV_RNDV_THRESHOLD");
+	if (v && *v)
+		rvfi_env.rndv_threshold = strtoull(v, NULL, 0);
+	v = getenv("FI_RV_NUM_CONN");
+	if (v && *v)
+		rvfi_env.num_conn = strtoul(v, NULL, 0);
+	v = getenv("FI_RV_DEVICE");
+	if (v && *v)
+		snprintf(rvfi_env.device, sizeof(rvfi_env.device), "%s", v);
+	job_key_init();
+}
+
+FI_EXT_INI
+{
+	fi_param_define(&rvfi_prov, "rndv_threshold", FI_PARAM_SIZE_T,
+			"Messages above this many bytes go over rv's RDMA writes (default %d)",
+			RVFI_DEF_THRESHOLD);
+	fi_param_define(&rvfi_prov, "device", FI_PARAM_STRING,
+			"RDMA device (default: the first one)");
+	fi_param_define(&rvfi_prov, "job_key", FI_PARAM_STRING,
+			"rv job key, at most 16 bytes (default: from the launcher)");
+	fi_param_define(&rvfi_prov, "num_conn", FI_PARAM_INT,
+			"rv QPs per remote node (default: the module's)");
+	rvfi_env_init();
+	return &rvfi_prov;
+}
+
+/* ---- EQ ------------------------------------------------------------------ */
+
+struct rvfi_eq {
+	struct fid_eq eq;
+	struct rvfi_fabric *fab;
+};
+
+static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
+		       size_t len, uint64_t flags)
+{
+	(void)eq; (void)event; (void)buf; (void)len; (void)flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,
+			  uint64_t flags)
+{
+	(void)eq; (void)buf; (void)flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf,
+			size_t len, uint64_t flags)
+{
+	(void)eq; (void)event; (void)buf; (void)len; (void)flags;
+	return -FI_ENOSYS;
+}
+
+/* Nothing is ever reported: wait out the timeout (bounded) and say so. */
+static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
+			size_t len, int timeout, uint64_t flags)
+{
+	(void)eq; (void)event; (void)buf; (void)len; (void)flags;
+	poll(NULL, 0, timeout < 0 || timeout > 1000 ? 1000 : timeout);
+	return -FI_EAGAIN;
+}
+
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno,
+			       const void *err_data, char *buf, size_t len)
+{
+	(void)eq; (void)err_data;
+	if (buf && len)
+		snprintf(buf, len, "%s", fi_strerror(prov_errno));
+	return buf ? buf : fi_strerror(prov_errno);
+}
+
+static struct fi_ops_eq eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.read = eq_read,
+	.readerr = eq_readerr,
+	.write = eq_write,
+	.sread = eq_sread,
+	.strerror = eq_strerror,
+};
+
+static int eq_close(struct fid *fid)
+{
+	struct rvfi_eq *eq = container_of(fid, struct rvfi_eq, eq.fid);
+
+	eq->fab->refs--;
+	free(eq);
+	return 0;
+}
+
+static struct fi_ops eq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = eq_close,
+	.bind = rvfi_no_bind,
+	.control = rvfi_no_control,
+	.ops_open = rvfi_no_ops_open,
+	.tostr = rvfi_no_tostr,
+	.ops_set = rvfi_no_ops_set,
+};
+
+int rvfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		 struct fid_eq **eqp, void *context)
+{
+	struct rvfi_fabric *fab = container_of(fabric, struct rvfi_fabric, fab);
+	struct rvfi_eq *eq;
+
+	if (attr && attr->wait_obj != FI_WAIT_NONE &&
+	    attr->wait_obj != FI_WAIT_UNSPEC)
+		return -FI_ENOSYS;
+	eq = calloc(1, sizeof(*eq));
+	if (!eq)
+		return -FI_ENOMEM;
+	eq->fab = fab;
+	eq->eq.fid.fclass = FI_CLASS_EQ;
+	eq->eq.fid.context = context;
+	eq->eq.fid.ops = &eq_fi_ops;
+	eq->eq.ops = &eq_ops;
+	fab->refs++;
+	*eqp = &eq->eq;
+	return 0;
+}
+
+/* ---- fabric ---------------------------------------------------------------- */
+
+static int fabric_close(struct fid *fid)
+{
+	struct rvfi_fabric *fab = container_of(fid, struct rvfi_fabric, fab.fid);
+
+	if (fab->refs)
+		return -FI_EBUSY;
+	free(fab);
+	return 0;
+}
+
+static struct fi_ops fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = fabric_close,
+	.bind = rvfi_no_bind,
+	.control = rvfi_no_control,
+	.ops_open = rvfi_no_ops_open,
+	.tostr = rvfi_no_tostr,
+	.ops_set = rvfi_no_ops_set,
+};
+
+static int no_pep(struct fid_fabric *f, struct fi_info *i,
+		  struct fid_pep **p, void *c)
+{
+	(void)f; (void)i; (void)p; (void)c;
+	return -FI_ENOSYS;
+}
+
+static int no_wait_open(struct fid_fabric *f, struct fi_wait_attr *a,
+			struct fid_wait **w)
+{
+	(void)f; (void)a; (void)w;
+	return -FI_ENOSYS;
+}
+
+static int no_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+	(void)f; (void)fids; (void)count;
+	return -FI_ENOSYS;
+}
+
+static int domain2(struct fid_fabric *fabric, struct fi_info *info,
+		   struct fid_domain **dom, uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return rvfi_domain_open(fabric, info, dom, context);
+}
+
+static struct fi_ops_fabric fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = rvfi_domain_open,
+	.passive_ep = no_pep,
+	.eq_open = rvfi_eq_open,
+	.wait_open = no_wait_open,
+	.trywait = no_trywait,
+	.domain2 = domain2,
+};
+
+int rvfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		     void *context)
+{
+	struct rvfi_fabric *fab;
+
+	if (attr && attr->name && strcmp(attr->name, RVFI_NAME))
+		return -FI_ENODATA;
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return -FI_ENOMEM;
+	fab->fab.fid.fclass = FI_CLASS_FABRIC;
+	fab->fab.fid.context = context;
+	fab->fab.fid.ops = &fabric_fi_ops;
+	fab->fab.ops = &fabric_ops;
+	*fabric = &fab->fab;
+	return 0;
+}

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The rendezvous path, for messages above FI_RV_RNDV_THRESHOLD to another
+ * node:
+ *
+ *   sender                                receiver
+ *   rv_reg_mem(buf); RTS{id, tag, len} -->
+ *                                         match (or queue as unexpected)
+ *                                         rv_reg_mem(buf, REMOTE_WRITE)
+ *              <-- CTS{id, iova, rkey, len to write, token}
+ *   rv_post_write(imm = slot | token) ==> (RDMA WRITE with immediate)
+ *   RV_EVENT_SEND: send complete          RV_EVENT_RECV(token): recv done
+ *
+ * The token (the immediate's user bits) indexes the receiver's table of
+ * receives waiting for data, with a sequence number in the high bits so a
+ * stale immediate never completes a newer receive.
+ *
+ * When rv cannot carry a message (the node's rv connection failed, a
+ * registration failed, the write completed in error), the data goes over
+ * the TCP connection instead as an RDATA frame for the same token: slower,
+ * but the message is delivered.  Both MRs are dropped after completion;
+ * rv's cache keeps them registered for the next message.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rvfi.h"
+
+#define RVFI_CONN_TIMEOUT_MS	120000
+
+/* ---- rv connections ----------------------------------------------------------- */
+
+struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = ip };
+	struct rvfi_list *pos, *tmp;
+	struct rvfi_node *n;
+	int h, ret;
+
+	rvfi_list_for_each_safe(pos, tmp, &ep->nodes) {
+		n = container_of(pos, struct rvfi_node, link);
+		if (n->ip == ip)
+			return n;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->ip = ip;
+	n->state = RV_CONN_STATE_ERROR;
+	h = rv_conn_create(ep->rv, (struct sockaddr *)&sin, sizeof(sin), NULL);
+	if (h < 0) {
+		RVFI_WARN("rv_conn_create: %s\n", strerror(-h));
+	} else {
+		n->handle = h;
+		ret = rv_conn_connect(ep->rv, h, RVFI_CONN_TIMEOUT_MS);
+		if (ret)
+			RVFI_WARN("rv_conn_connect: %s\n", strerror(-ret));
+		else
+			n->state = RV_CONN_STATE_CONNECTING;
+	}
+	rvfi_list_add_tail(&ep->nodes, &n->link);
+	return n;
+}
+
+/* Whether writes can go to @n (now or once it is connected). */
+static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n)
+{
+	struct rv_conn_query q;
+
+	if (!n || !n->handle)
+		return false;
+	if (n->state == RV_CONN_STATE_CONNECTING) {
+		if (rv_conn_query(ep->rv, n->handle, &q))
+			return false;
+		n->state = q.state;
+	}
+	return n->state == RV_CONN_STATE_CONNECTED ||
+	       n->state == RV_CONN_STATE_CONNECTING;
+}
+
+/* ---- sender ------------------------------------------------------------------- */
+
+int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_peer *p = op->peer;
+	struct rvfi_hdr h;
+	int ret;
+
+	if (!p->node)
+		p->node = rvfi_node_get(ep, p->addr.ip);
+	op->msg_id = ++ep->next_msg_id;
+	/* Registering now overlaps the RTS/CTS round trip. */
+	ret = rv_reg_mem(ep->rv, op->buf, op->len, 0, NULL);
+	op->mr = ret > 0 ? ret : 0;
+	if (ret < 0)
+		RVFI_DBG("rv_reg_mem(%zu): %s, data will go over TCP\n",
+			 op->len, strerror(-ret));
+	memset(&h, 0, sizeof(h));
+	h.op = RVFI_OP_RTS;
+	h.flags = (op->cq_flags & FI_TAGGED) ? RVFI_F_TAGGED : 0;
+	if (op->has_data)
+		h.flags |= RVFI_F_DATA;
+	h.tag = op->tag;
+	h.data = op->has_data ? op->data : 0;
+	h.len = op->len;
+	h.msg_id = op->msg_id;
+	ret = rvfi_tcp_send(ep, p, &h, NULL, false, NULL);
+	if (ret) {
+		if (op->mr)
+			rv_dereg_mem(ep->rv, op->mr);
+		op->mr = 0;
+		return ret;
+	}
+	op->state = RVFI_ST_WAIT_CTS;
+	rvfi_list_add_tail(&p->rndv_sends, &op->link);
+	return 0;
+}
+
+/* The data over TCP: the op completes when the frame is written. */
+static void send_rdata(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_hdr h;
+	int ret;
+
+	memset(&h, 0, sizeof(h));
+	h.op = RVFI_OP_RDATA;
+	h.token = op->token;
+	h.len = op->xfer;
+	ep->n_rdata_tx++;
+	ret = rvfi_tcp_send(ep, op->peer, &h, op->buf, false, op);
+	if (ret)
+		rvfi_complete_err(op, FI_EIO, 0);
+}
+
+static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_node *n = op->peer->node;
+	struct rv_write w = {
+		.wr_id = (uintptr_t)op,
+		.local_addr = (uintptr_t)op->buf,
+		.remote_addr = op->raddr,
+		.length = op->xfer,
+		.conn_handle = n ? n->handle : 0,
+		.mr_handle = op->mr,
+		.rkey = op->rkey,
+		.imm = rv_imm(ep->slot_bits, ntohl(op->peer->addr.slot),
+			      op->token),
+	};
+	int ret = rv_post_write(ep->rv, &w);
+
+	if (!ret) {
+		op->state = RVFI_ST_WRITING;
+		rvfi_list_add_tail(&ep->writing, &op->link);
+		return;
+	}
+	/* Not connected yet, or queues full: retried from progress. */
+	if (ret == -EAGAIN || (ret == -EPIPE && node_usable(ep, n) &&
+			       n->state == RV_CONN_STATE_CONNECTING)) {
+		op->state = RVFI_ST_WRITE_PENDING;
+		rvfi_list_add_tail(&ep->write_pending, &op->link);
+		return;
+	}
+	RVFI_WARN("rv_post_write(%zu bytes): %s, sending over TCP\n",
+		  op->xfer, strerror(-ret));
+	send_rdata(ep, op);
+}
+
+/* A CTS from @from: write (or send) the data it asks for. */
+void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
+		   const struct rvfi_hdr *h)
+{
+	struct rvfi_list *pos, *tmp;
+	struct rvfi_op *op = NULL;
+
+	rvfi_list_for_each_safe(pos, tmp, &from->rndv_sends) {
+		struct rvfi_op *o = container_of(pos, struct rvfi_op, link);
+
+		if (o->msg_id == h->msg_id) {
+			op = o;
+			break;
+		}
+	}
+	if (!op) {
+		RVFI_WARN("CTS for unknown message %llu\n",
+			  (unsigned long long)h->msg_id);
+		return;
+	}
+	rvfi_list_del(&op->link);
+	if (!h->len) {
+		/* The receiver takes nothing (zero-length buffer). */
+		rvfi_complete_ok(op);
+		return;
+	}
+	op->xfer = h->len < op->len ? h->len : op->len;
+	op->token = h->token;
+	op->raddr = h->raddr;
+	op->rkey = h->rkey;
+	if ((h->flags & RVFI_F_TCP) || !op->mr ||
+	    !node_usable(ep, op->peer->node)) {
+		send_rdata(ep, op);
+		return;
+	}
+	post_write(ep, op);
+}
+
+/* ---- receiver ------------------------------------------------------------------ */
+
+static bool token_take(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	uint32_t i, idx;
+
+	for (i = 0; i < ep->ntokens; i++) {
+		idx = (ep->token_seq + i) & (ep->ntokens - 1);
+		if (!ep->tokens[idx])
+			break;
+	}
+	if (i == ep->ntokens)
+		return false;
+	ep->token_seq += i + 1;
+	ep->tokens[idx] = op;
+	/* The sequence above the index bits tells reuses apart. */
+	op->token = ((ep->token_seq * ep->ntokens) | idx) &
+		    ep->token_user_mask;
+	return true;
+}
+
+static struct rvfi_op *token_find(struct rvfi_ep *ep, uint32_t token)
+{
+	struct rvfi_op *op = ep->tokens[token & (ep->ntokens - 1)];
+
+	return op && op->token == token ? op : NULL;
+}
+
+static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op);
+
+static void token_put(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	ep->tokens[op->token & (ep->ntokens - 1)] = NULL;
+	if (!rvfi_list_empty(&ep->token_wait)) {
+		struct rvfi_op *w = container_of(ep->token_wait.next,
+						 struct rvfi_op, link);
+
+		rvfi_list_del(&w->link);
+		send_cts(ep, w);
+	}
+}
+
+static void recv_done(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	token_put(ep, op);
+	if (op->olen)
+		rvfi_complete_err(op, FI_ETRUNC, op->olen);
+	else
+		rvfi_complete_ok(op);
+}
+
+static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_peer *from = op->from;
+	struct rv_reg_mem reg;
+	struct rvfi_hdr h;
+	int ret;
+
+	memset(&h, 0, sizeof(h));
+	h.op = RVFI_OP_CTS;
+	h.msg_id = op->src_id;
+	h.len = op->xfer;
+	if (!op->xfer) {
+		/* Nothing to write: answer and complete at once. */
+		rvfi_tcp_send(ep, from, &h, NULL, false, NULL);
+		if (op->olen)
+			rvfi_complete_err(op, FI_ETRUNC, op->olen);
+		else
+			rvfi_complete_ok(op);
+		return;
+	}
+	if (!token_take(ep, op)) {
+		op->state = RVFI_ST_WAIT_TOKEN;
+		rvfi_list_add_tail(&ep->token_wait, &op->link);
+		return;
+	}
+	h.token = op->token;
+	if (!from->node)
+		from->node = rvfi_node_get(ep, from->addr.ip);
+	ret = node_usable(ep, from->node) ?
+	      rv_reg_mem(ep->rv, op->buf, op->xfer, RV_ACCESS_REMOTE_WRITE,
+			 &reg) : -ENOTCONN;
+	if (ret > 0) {
+		op->mr = ret;
+		h.raddr = reg.iova;
+		h.rkey = reg.rkey;
+	} else {
+		h.flags = RVFI_F_TCP;
+	}
+	op->state = RVFI_ST_WAIT_DATA;
+	ret = rvfi_tcp_send(ep, from, &h, NULL, false, NULL);
+	if (ret) {
+		token_put(ep, op);
+		rvfi_complete_err(op, FI_EIO, 0);
+	}
+}
+
+/* A receive matched an RTS (msg.c filled in xfer, olen, from, src_id). */
+void rvfi_rndv_matched(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	send_cts(ep, op);
+}
+
+void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
+		     const void *payload)
+{
+	struct rvfi_op *op = token_find(ep, h->token);
+
+	if (!op) {
+		/* The write landed first and completed the receive. */
+		RVFI_DBG("RDATA for a finished token %u\n", h->token);
+		return;
+	}
+	if (h->len && payload)
+		memcpy(op->buf, payload, h->len < op->xfer ? h->len : op->xfer);
+	recv_done(ep, op);
+}
+
+/* ---- rv's event ring ------------------------------------------------------------ */
+
+static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
+{
+	struct rvfi_op *op;
+
+	if (e->kind == RV_EVENT_SEND) {
+		op = (struct rvfi_op *)(uintptr_t)e->wr_id;
+		rvfi_list_del(&op->link);
+		if (!e->status) {
+			rvfi_complete_ok(op);
+			return;
+		}
+		/* The write failed: the receiver still waits; use TCP. */
+		RVFI_WARN("rv write of %zu bytes failed (status %u), sending over TCP\n",
+			  op->xfer, e->status);
+		send_rdata(ep, op);
+		return;
+	}
+	if (e->kind == RV_EVENT_RECV) {
+		op = token_find(ep, rv_imm_user(ep->slot_bits, e->imm));
+		if (op)
+			recv_done(ep, op);
+		else
+			RVFI_DBG("RECV event for no receive (imm %#x)\n",
+				 e->imm);
+	}
+}
+
+void rvfi_rndv_progress(struct rvfi_ep *ep)
+{
+	struct rv_event evs[64];
+	struct rvfi_list retry, *pos, *tmp;
+	int n, i;
+
+	do {
+		n = rv_poll_events(ep->rv, evs, 64);
+		for (i = 0; i < n; i++)
+			on_event(ep, &evs[i]);
+	} while (n == 64);
+
+	if (rvfi_list_empty(&ep->write_pending))
+		return;
+	/* Retry each pending write once; post_write() re-queues EAGAINs. */
+	rvfi_list_init(&retry);
+	rvfi_list_for_each_safe(pos, tmp, &ep->write_pending) {
+		rvfi_list_del(pos);
+		rvfi_list_add_tail(&retry, pos);
+	}
+	rvfi_list_for_each_safe(pos, tmp, &retry) {
+		rvfi_list_del(pos);
+		post_write(ep, container_of(pos, struct rvfi_op, link));
+	}
+}
+
+static void free_list(struct rvfi_list *head)
+{
+	struct rvfi_list *pos, *tmp;
+
+	rvfi_list_for_each_safe(pos, tmp, head) {
+		rvfi_list_del(pos);
+		rvfi_op_free(container_of(pos, struct rvfi_op, link));
+	}
+}
+
+/* Endpoint close: ops still in flight are dropped without completion. */
+void rvfi_rndv_cleanup(struct rvfi_ep *ep)
+{
+	struct rvfi_list *pos, *tmp;
+	uint32_t i;
+
+	free_list(&ep->write_pending);
+	free_list(&ep->writing);
+	free_list(&ep->token_wait);
+	for (i = 0; ep->tokens && i < ep->ntokens; i++) {
+		if (ep->tokens[i])
+			rvfi_op_free(ep->tokens[i]);
+		ep->tokens[i] = NULL;
+	}
+	rvfi_list_for_each_safe(pos, tmp, &ep->nodes) {
+		rvfi_list_del(pos);
+		free(container_of(pos, struct rvfi_node, link));
+	}
+}

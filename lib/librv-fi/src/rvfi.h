@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rvfi: the libfabric provider "rv" (librv-fi.so), internal header.
+ *
+ * Object model: fabric -> domain -> {endpoint, CQ, AV, EQ}.  One mutex per
+ * domain (struct rvfi_domain.lock) protects every object of the domain and
+ * every queue hanging off them; progress is domain-wide (all endpoints'
+ * sockets and rv event rings), driven from CQ reads and from the data
+ * calls.  That makes FI_THREAD_SAFE true at the cost of one lock, which is
+ * fine for the consumers this provider is for (MPI's MTL serialises its
+ * calls anyway).
+ *
+ * Wire: small messages and the rendezvous control messages go over one
+ * TCP connection per direction between two endpoints (see tcp.c); large
+ * messages over rv's RDMA WRITE with immediate (see rndv.c).
+ */
+#ifndef RVFI_H
+#define RVFI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <rv/librv.h>
+
+#define RVFI_NAME		"rv"
+#define RVFI_PROV_VERSION	FI_VERSION(1, 0)
+#define RVFI_FI_VERSION		FI_VERSION(1, 17)
+#define RVFI_IOV_LIMIT		1
+#define RVFI_INJECT_SIZE	1024
+#define RVFI_QUEUE_SIZE		4096
+#define RVFI_MAX_MSG_SIZE	((size_t)RV_MAX_WRITE_BYTES)
+#define RVFI_CQ_DATA_SIZE	8
+#define RVFI_DEF_THRESHOLD	16384
+#define RVFI_ADDR_VERSION	1
+
+extern struct fi_provider rvfi_prov;
+
+#define RVFI_WARN(...)	FI_WARN(&rvfi_prov, FI_LOG_CORE, __VA_ARGS__)
+#define RVFI_INFO(...)	FI_INFO(&rvfi_prov, FI_LOG_CORE, __VA_ARGS__)
+#define RVFI_DBG(...)	FI_DBG(&rvfi_prov, FI_LOG_CORE, __VA_ARGS__)
+
+/* fabric.h brings container_of() */
+
+/* ---- a minimal intrusive list ------------------------------------------ */
+
+struct rvfi_list {
+	struct rvfi_list *next, *prev;
+};
+
+static inline void rvfi_list_init(struct rvfi_list *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline bool rvfi_list_empty(const struct rvfi_list *h)
+{
+	return h->next == h;
+}
+
+static inline void rvfi_list_add_tail(struct rvfi_list *h, struct rvfi_list *n)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void rvfi_list_del(struct rvfi_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->next = n->prev = n;
+}
+
+#define rvfi_list_for_each_safe(pos, tmp, head) \
+	for (pos = (head)->next, tmp = pos->next; pos != (head); \
+	     pos = tmp, tmp = pos->next)
+
+/* ---- the endpoint address (fi_getname) ---------------------------------- */
+
+/*
+ * What a peer needs to reach an endpoint: the node's IPv4 address (rv's
+ * connection and the TCP socket), the endpoint's TCP port and rv slot, and
+ * a per-endpoint identity (pid and a random nonce) so that a restarted
+ * process on the same port is a different endpoint.  Multi-byte fields are
+ * big-endian: the address is opaque bytes to the application and may be
+ * exchanged between hosts.
+ */
+struct rvfi_addr {
+	uint8_t version;
+	uint8_t rsvd;
+	uint16_t port;
+	uint32_t ip;
+	uint32_t slot;
+	uint32_t pid;
+	uint64_t nonce;
+};
+
+static inline bool rvfi_addr_eq(const struct rvfi_addr *a,
+				const struct rvfi_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port && a->pid == b->pid &&
+	       a->nonce == b->nonce;
+}
+
+/* ---- fabric, domain ------------------------------------------------------ */
+
+struct rvfi_fabric {
+	struct fid_fabric fab;
+	int refs;		/* open domains and EQs */
+};
+
+/* Provider-wide settings, read once from the environment. */
+struct rvfi_env {
+	size_t rndv_threshold;
+	uint32_t num_conn;
+	char job_key[RV_JOB_KEY_MAX + 1];
+	char device[64];
+};
+
+extern struct rvfi_env rvfi_env;
+
+struct rvfi_domain {
+	struct fid_domain dom;
+	struct rvfi_fabric *fab;
+	/* Protects the domain and every object opened from it. */
+	pthread_mutex_t lock;
+	int refs;			/* open EPs, CQs, AVs, MRs */
+	char name[64];			/* RDMA device */
+	int dev_index;
+	int gid_index;
+	uint32_t ip;			/* the GID's IPv4, network order */
+	int epfd;			/* epoll set: every socket, rv fds */
+	struct rvfi_list eps;
+	enum fi_threading threading;
+	uint64_t mr_keys;
+};
+
+/* ---- AV ------------------------------------------------------------------ */
+
+struct rvfi_av_entry {
+	struct rvfi_addr addr;
+	bool used;
+};
+
+struct rvfi_av {
+	struct fid_av av;
+	struct rvfi_domain *dom;
+	enum fi_av_type type;
+	struct rvfi_av_entry *tab;
+	size_t count, cap;
+	uint64_t gen;		/* bumped on every insert and remove */
+	int refs;		/* bound endpoints */
+};
+
+int rvfi_av_find(struct rvfi_av *av, const struct rvfi_addr *a,
+		 fi_addr_t *out);
+
+/* ---- CQ ------------------------------------------------------------------ */
+
+struct rvfi_cqe {
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+};
+
+struct rvfi_cq_err {
+	struct rvfi_list link;
+	struct fi_cq_err_entry e;
+};
+
+struct rvfi_cq {
+	struct fid_cq cq;
+	struct rvfi_domain *dom;
+	enum fi_cq_format format;
+	struct rvfi_cqe *ring;	/* grows: completions are never dropped */
+	size_t head, count, cap;
+	struct rvfi_list errs;
+	size_t nerr;
+	bool signaled;
+	int refs;		/* bound endpoints */
+};
+
+void rvfi_cq_push(struct rvfi_cq *cq, void *ctx, uint64_t flags, size_t len,
+		  void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+void rvfi_cq_push_err(struct rvfi_cq *cq, void *ctx, uint64_t flags,
+		      size_t len, void *buf, uint64_t data, uint64_t tag,
+		      size_t olen, int err, int prov_errno, fi_addr_t src);
+
+/* ---- wire ------------------------------------------------------------------ */
+
+enum rvfi_wire_op {
+	RVFI_OP_HELLO = 1,	/* payload: the sender's struct rvfi_addr */
+	RVFI_OP_EAGER,		/* a whole message, payload = data */
+	RVFI_OP_RTS,		/* a large message is waiting: tag, len, id */
+	RVFI_OP_CTS,		/* receiver ready: where to write, token */
+	RVFI_OP_RDATA,		/* a rendezvous' data over TCP (no rv path) */
+};
+
+/* struct rvfi_hdr.flags */
+#define RVFI_F_TAGGED	(1u << 0)
+#define RVFI_F_DATA	(1u << 1)	/* cq data present */
+#define RVFI_F_TCP	(1u << 2)	/* CTS: send the data as RDATA */
+
+/*
+ * Every frame: this header, then @len payload bytes for HELLO, EAGER and
+ * RDATA.  Little-endian on the wire.  The sender's identity is not in each
+ * frame: the connection's first frame (HELLO) names it.
+ */
+struct rvfi_hdr {
+	uint8_t op;
+	uint8_t flags;
+	uint16_t rsvd;
+	uint32_t token;		/* CTS, RDATA: the receiver's token */
+	uint64_t tag;
+	uint64_t data;
+	uint64_t len;		/* payload, or RTS: message, CTS: to write */
+	uint64_t msg_id;	/* RTS, CTS: the sender's message id */
+	uint64_t raddr;		/* CTS */
+	uint32_t rkey;		/* CTS */
+	uint32_t rsvd2;
+};
+
+/* ---- operations ------------------------------------------------------------ */
+
+enum rvfi_op_kind { RVFI_SEND, RVFI_RECV };
+
+enum rvfi_op_state {
+	RVFI_ST_NEW,
+	RVFI_ST_WAIT_CTS,	/* send: RTS queued or sent */
+	RVFI_ST_WRITE_PENDING,	/* send: rv_post_write said EAGAIN */
+	RVFI_ST_WRITING,	/* send: write posted */
+	RVFI_ST_WAIT_TOKEN,	/* recv: matched an RTS, no token free */
+	RVFI_ST_WAIT_DATA,	/* recv: CTS sent, waiting for the write */
+};
+
+struct rvfi_peer;
+struct rvfi_ep;
+
+struct rvfi_op {
+	struct rvfi_list link;
+	struct rvfi_ep *ep;
+	enum rvfi_op_kind kind;
+	enum rvfi_op_state state;
+	void *context;
+	uint64_t cq_flags;	/* FI_SEND/FI_RECV | FI_MSG/FI_TAGGED ... */
+	bool completion;	/* write a success entry */
+	void *buf;
+	size_t len;
+	uint64_t tag, ignore;
+	uint64_t data;
+	bool has_data;
+	struct rvfi_peer *peer;	/* send: destination; recv: NULL = any */
+	/* rendezvous */
+	uint64_t msg_id;
+	int mr;			/* rv registration handle, 0 if none */
+	uint32_t token;
+	size_t xfer;		/* bytes written into the receive buffer */
+	size_t olen;		/* recv: bytes dropped by truncation */
+	uint64_t raddr;
+	uint32_t rkey;
+	fi_addr_t src;		/* recv: FI_SOURCE of the matched message */
+	uint64_t src_id;	/* recv: the sender's msg id (for the CTS) */
+	struct rvfi_peer *from;	/* recv: who sent the RTS */
+	uint32_t src_slot;
+};
+
+/* A message that arrived before a receive matched it. */
+struct rvfi_unexp {
+	struct rvfi_list link;
+	uint8_t op;		/* RVFI_OP_EAGER or RVFI_OP_RTS */
+	uint8_t flags;
+	uint64_t tag, data, len, msg_id;
+	void *payload;		/* EAGER */
+	struct rvfi_peer *from;
+};
+
+/* ---- TCP ------------------------------------------------------------------- */
+
+/* Something in the domain's epoll set; the tag says which struct. */
+enum rvfi_pollkind { RVFI_PK_LISTEN, RVFI_PK_OUT, RVFI_PK_IN, RVFI_PK_RV };
+
+struct rvfi_pollent {
+	enum rvfi_pollkind kind;
+	struct rvfi_ep *ep;
+};
+
+/* One frame waiting to be written on a peer's outgoing connection. */
+struct rvfi_txf {
+	struct rvfi_list link;
+	struct rvfi_hdr hdr;
+	const void *payload;	/* user buffer, or @copy */
+	size_t done;		/* bytes of header + payload written */
+	struct rvfi_op *op;	/* completed when written (eager send) */
+	char copy[];		/* inject, HELLO: the payload, copied */
+};
+
+enum rvfi_peer_state {
+	RVFI_PEER_IDLE,
+	RVFI_PEER_CONNECTING,
+	RVFI_PEER_UP,
+	RVFI_PEER_FAILED,
+};
+
+/*
+ * Another endpoint, as this endpoint knows it: its address, the outgoing
+ * TCP connection this endpoint sends all its frames to it on (created on
+ * the first send), and the rv connection to its node.
+ */
+struct rvfi_peer {
+	struct rvfi_list link;		/* ep->peers */
+	struct rvfi_pollent pe;
+	struct rvfi_addr addr;
+	enum rvfi_peer_state state;
+	int fd;
+	struct rvfi_list txq;		/* struct rvfi_txf, in order */
+	struct rvfi_list rndv_sends;	/* ops waiting for CTS or writing */
+	struct rvfi_node *node;		/* NULL: same node, or not yet */
+	bool local;			/* same IPv4 as us: TCP only */
+	fi_addr_t src;			/* FI_SOURCE cache ... */
+	uint64_t src_gen;		/* ... valid while av->gen is this */
+};
+
+/* An rv connection to a remote node (per endpoint: handles are per file). */
+struct rvfi_node {
+	struct rvfi_list link;
+	uint32_t ip;
+	uint32_t handle;
+	int state;			/* RV_CONN_STATE_* last seen */
+};
+
+/* An accepted TCP connection: frames from one peer to us. */
+struct rvfi_rbuf;
+struct rvfi_big;
+
+struct rvfi_inconn {
+	struct rvfi_list link;
+	struct rvfi_pollent pe;
+	int fd;
+	struct rvfi_peer *peer;		/* after HELLO */
+	struct rvfi_hdr hdr;		/* the frame being gathered in @big */
+	struct rvfi_rbuf *rbuf;		/* what recv() returned, unparsed */
+	struct rvfi_big *big;		/* a payload larger than @rbuf */
+};
+
+/* ---- endpoint ---------------------------------------------------------------- */
+
+struct rvfi_ep {
+	struct fid_ep ep;
+	struct rvfi_list link;		/* dom->eps */
+	struct rvfi_domain *dom;
+	struct rvfi_av *av;
+	struct rvfi_cq *tx_cq, *rx_cq;
+	bool tx_selective, rx_selective;
+	uint64_t tx_op_flags, rx_op_flags;
+	uint64_t caps;
+	bool enabled;
+	size_t min_multi_recv;
+
+	struct rv *rv;
+	int slot;
+	int slot_bits;
+	struct rvfi_pollent rv_pe;
+	struct rvfi_addr self;
+
+	struct rvfi_pollent listen_pe;
+	int listen_fd;
+	struct rvfi_list peers;
+	struct rvfi_list inconns;
+	struct rvfi_list nodes;
+	struct rvfi_peer **by_fiaddr;	/* AV index -> peer cache */
+	size_t by_fiaddr_cap;
+	uint64_t by_fiaddr_gen;
+
+	/* receive side matching */
+	struct rvfi_list posted_msg, posted_tagged;
+	struct rvfi_list unexp_msg, unexp_tagged;
+	/* rendezvous */
+	struct rvfi_list write_pending;	/* sends whose write got EAGAIN */
+	struct rvfi_list writing;	/* sends with a write posted */
+	struct rvfi_list token_wait;	/* recvs waiting for a free token */
+	struct rvfi_op **tokens;
+	uint32_t ntokens, token_seq, token_user_mask;
+	uint64_t next_msg_id;
+
+	/* provider counters, for tests and FI_LOG */
+	uint64_t n_eager_tx, n_rndv_tx, n_rdata_tx, n_eager_rx, n_rndv_rx;
+};
+
+/* ep.c */
+int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **ep, void *context);
+void rvfi_complete_ok(struct rvfi_op *op);
+void rvfi_complete_err(struct rvfi_op *op, int err, size_t olen);
+struct rvfi_peer *rvfi_peer_get(struct rvfi_ep *ep, const struct rvfi_addr *a);
+struct rvfi_peer *rvfi_peer_of(struct rvfi_ep *ep, fi_addr_t addr);
+fi_addr_t rvfi_peer_fiaddr(struct rvfi_ep *ep, struct rvfi_peer *p);
+void rvfi_op_free(struct rvfi_op *op);
+
+/* msg.c */
+extern struct fi_ops_msg rvfi_msg_ops;
+extern struct fi_ops_tagged rvfi_tagged_ops;
+void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
+		  const struct rvfi_hdr *h, void *payload);
+ssize_t rvfi_cancel(struct rvfi_ep *ep, void *context);
+
+/* tcp.c */
+int rvfi_tcp_listen(struct rvfi_ep *ep);
+int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
+		  const struct rvfi_hdr *h, const void *payload, bool copy,
+		  struct rvfi_op *op);
+void rvfi_tcp_event(struct rvfi_pollent *pe, uint32_t events);
+void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p);
+void rvfi_inconn_close(struct rvfi_ep *ep, struct rvfi_inconn *c);
+
+/* rndv.c */
+int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op);
+void rvfi_rndv_matched(struct rvfi_ep *ep, struct rvfi_op *op);
+void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
+		   const struct rvfi_hdr *h);
+void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
+		     const void *payload);
+void rvfi_rndv_progress(struct rvfi_ep *ep);
+struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip);
+void rvfi_rndv_cleanup(struct rvfi_ep *ep);
+
+/* progress.c */
+void rvfi_progress(struct rvfi_domain *dom);
+int rvfi_wait(struct rvfi_domain *dom, int timeout_ms);
+
+/* cq.c, av.c, domain.c, fabric.c, info.c */
+int rvfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		 struct fid_cq **cq, void *context);
+int rvfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		 struct fid_av **av, void *context);
+int rvfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		     struct fid_domain **dom, void *context);
+int rvfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		 struct fid_eq **eq, void *context);
+int rvfi_getinfo(uint32_t version, const char *node, const char *service,
+		 uint64_t flags, const struct fi_info *hints,
+		 struct fi_info **info);
+int rvfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		     void *context);
+int rvfi_find_device(const char *want, char *name, size_t len, int *gid,
+		     uint32_t *ip);
+void rvfi_env_init(void);
+
+/* stubs.c: -FI_ENOSYS for everything not supported */
+extern struct fi_ops_rma rvfi_no_rma_ops;
+extern struct fi_ops_atomic rvfi_no_atomic_ops;
+extern struct fi_ops_collective rvfi_no_coll_ops;
+int rvfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int rvfi_no_control(struct fid *fid, int command, void *arg);
+int rvfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		     void **ops, void *context);
+int rvfi_no_tostr(const struct fid *fid, char *buf, size_t len);
+int rvfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		    void *ops, void *context);
+ssize_t rvfi_no_cancel(fid_t fid, void *context);
+int rvfi_no_getopt(fid_t fid, int level, int optname, void *optval,
+		   size_t *optlen);
+int rvfi_no_setopt(fid_t fid, int level, int optname, const void *optval,
+		   size_t optlen);
+int rvfi_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		   struct fid_ep **tx_ep, void *context);
+int rvfi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		   struct fid_ep **rx_ep, void *context);
+ssize_t rvfi_no_rx_size_left(struct fid_ep *ep);
+ssize_t rvfi_no_tx_size_left(struct fid_ep *ep);
+int rvfi_no_getname(fid_t fid, void *addr, size_t *addrlen);
+int rvfi_no_setname(fid_t fid, void *addr, size_t addrlen);
+int rvfi_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int rvfi_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+		    size_t paramlen);
+int rvfi_no_listen(struct fid_pep *pep);
+int rvfi_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int rvfi_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		   size_t paramlen);
+int rvfi_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int rvfi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		 struct fid_mc **mc, void *context);
+
+#endif /* RVFI_H */

@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The TCP side: a listener per endpoint, an outgoing connection per peer
+ * (opened on the first frame for it, all our frames to that peer in
+ * order), and accepted connections carrying the peers' frames to us.
+ *
+ * Why TCP and not UD: TCP is reliable and flow controlled on rxe and on
+ * any real NIC, so the provider needs no acknowledgements, retransmission
+ * or reassembly of its own for eager messages and RTS/CTS; the price is a
+ * socket per peer and direction and the kernel's TCP stack in the small
+ * message path.  A UD transport with its own reliability is future work.
+ *
+ * Each direction has its own connection, so two endpoints that send to
+ * each other at the same time never have to agree which of two
+ * simultaneous connects survives: A's frames to B always go on A's
+ * connection, which keeps them in order, and the same for B.
+ *
+ * Every socket is non-blocking and in the domain's epoll set
+ * (edge-triggered): progress reads and writes until EAGAIN.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rvfi.h"
+
+#define RVFI_RBUF	65536
+#define RVFI_MAX_BATCH	32
+
+struct rvfi_rbuf {
+	size_t len, off;
+	char data[RVFI_RBUF];
+};
+
+/* ---- wire byte order ------------------------------------------------------ */
+
+static void hdr_swap(struct rvfi_hdr *w, const struct rvfi_hdr *h, bool out)
+{
+	*w = *h;
+	if (out) {
+		w->token = htole32(h->token);
+		w->tag = htole64(h->tag);
+		w->data = htole64(h->data);
+		w->len = htole64(h->len);
+		w->msg_id = htole64(h->msg_id);
+		w->raddr = htole64(h->raddr);
+		w->rkey = htole32(h->rkey);
+	} else {
+		w->token = le32toh(h->token);
+		w->tag = le64toh(h->tag);
+		w->data = le64toh(h->data);
+		w->len = le64toh(h->len);
+		w->msg_id = le64toh(h->msg_id);
+		w->raddr = le64toh(h->raddr);
+		w->rkey = le32toh(h->rkey);
+	}
+}
+
+static bool has_payload(uint8_t op)
+{
+	return op == RVFI_OP_HELLO || op == RVFI_OP_EAGER ||
+	       op == RVFI_OP_RDATA;
+}
+
+/* ---- listener --------------------------------------------------------------- */
+
+int rvfi_tcp_listen(struct rvfi_ep *ep)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	struct epoll_event ev;
+
+	ep->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
+			       SOCK_CLOEXEC, 0);
+	if (ep->listen_fd < 0)
+		return -errno;
+	/* Any local address: peers use the one in our name (the GID's). */
+	if (bind(ep->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(ep->listen_fd, 512) ||
+	    getsockname(ep->listen_fd, (struct sockaddr *)&sin, &len))
+		return -errno;
+	ep->self.port = sin.sin_port;
+	ep->listen_pe.kind = RVFI_PK_LISTEN;
+	ep->listen_pe.ep = ep;
+	ev.events = EPOLLIN;
+	ev.data.ptr = &ep->listen_pe;
+	if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, ep->listen_fd, &ev))
+		return -errno;
+	return 0;
+}
+
+static void tune(int fd)
+{
+	int one = 1;
+
+	/* RTS/CTS and small messages are latency-bound. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void do_accept(struct rvfi_ep *ep)
+{
+	for (;;) {
+		struct epoll_event ev;
+		struct rvfi_inconn *c;
+		int fd = accept4(ep->listen_fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				RVFI_WARN("accept: %s\n", strerror(errno));
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		tune(fd);
+		c = calloc(1, sizeof(*c));
+		if (c)
+			c->rbuf = malloc(sizeof(*c->rbuf));
+		if (!c || !c->rbuf) {
+			free(c);
+			close(fd);
+			continue;
+		}
+		c->rbuf->len = 0;
+		c->rbuf->off = 0;
+		c->fd = fd;
+		c->pe.kind = RVFI_PK_IN;
+		c->pe.ep = ep;
+		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+		ev.data.ptr = &c->pe;
+		if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			free(c->rbuf);
+			free(c);
+			close(fd);
+			continue;
+		}
+		rvfi_list_add_tail(&ep->inconns, &c->link);
+	}
+}
+
+/* ---- incoming frames ------------------------------------------------------------ */
+
+/* A frame whose payload does not fit in what was read is gathered here. */
+struct rvfi_big {
+	char *buf;
+	size_t len, got;
+};
+
+void rvfi_inconn_close(struct rvfi_ep *ep, struct rvfi_inconn *c)
+{
+	(void)ep;
+	close(c->fd);
+	rvfi_list_del(&c->link);
+	free(c->rbuf);
+	if (c->big)
+		free(c->big->buf);
+	free(c->big);
+	free(c);
+}
+
+static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
+		    const struct rvfi_hdr *h, void *payload)
+{
+	if (h->op == RVFI_OP_HELLO) {
+		struct rvfi_addr a;
+
+		if (h->len != sizeof(a) || c->peer)
+			return -1;
+		memcpy(&a, payload, sizeof(a));
+		c->peer = rvfi_peer_get(ep, &a);
+		if (!c->peer)
+			return -1;
+		/* The rv connection to its node, so a rendezvous is ready. */
+		if (!c->peer->local && !c->peer->node)
+			c->peer->node = rvfi_node_get(ep, a.ip);
+		return 0;
+	}
+	if (!c->peer)
+		return -1;
+	switch (h->op) {
+	case RVFI_OP_EAGER:
+	case RVFI_OP_RTS:
+		rvfi_deliver(ep, c->peer, h, payload);
+		return 0;
+	case RVFI_OP_CTS:
+		rvfi_rndv_cts(ep, c->peer, h);
+		return 0;
+	case RVFI_OP_RDATA:
+		rvfi_rndv_rdata(ep, h, payload);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Parses what is buffered.  Returns 0 when it needs more bytes, -1 on a
+ * protocol error (the connection is closed).
+ */
+static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
+{
+	struct rvfi_rbuf *b = c->rbuf;
+
+	for (;;) {
+		size_t avail = b->len - b->off;
+
+		if (c->big) {
+			size_t n = c->big->len - c->big->got;
+
+			if (n > avail)
+				n = avail;
+			memcpy(c->big->buf + c->big->got, b->data + b->off, n);
+			c->big->got += n;
+			b->off += n;
+			if (c->big->got < c->big->len)
+				return 0;
+			if (dispatch(ep, c, &c->hdr, c->big->buf))
+				return -1;
+			free(c->big->buf);
+			free(c->big);
+			c->big = NULL;
+			continue;
+		}
+		if (avail < sizeof(struct rvfi_hdr))
+			return 0;
+		hdr_swap(&c->hdr, (struct rvfi_hdr *)(b->data + b->off), false);
+		if (!has_payload(c->hdr.op) || !c->hdr.len) {
+			b->off += sizeof(struct rvfi_hdr);
+			if (dispatch(ep, c, &c->hdr, NULL))
+				return -1;
+			continue;
+		}
+		if (c->hdr.len > RVFI_MAX_MSG_SIZE)
+			return -1;
+		if (avail - sizeof(struct rvfi_hdr) >= c->hdr.len) {
+			/* Whole frame buffered: deliver in place. */
+			b->off += sizeof(struct rvfi_hdr);
+			if (dispatch(ep, c, &c->hdr, b->data + b->off))
+				return -1;
+			b->off += c->hdr.len;
+			continue;
+		}
+		b->off += sizeof(struct rvfi_hdr);
+		c->big = calloc(1, sizeof(*c->big));
+		if (!c->big)
+			return -1;
+		c->big->buf = malloc(c->hdr.len);
+		if (!c->big->buf)
+			return -1;
+		c->big->len = c->hdr.len;
+	}
+}
+
+static void inconn_read(struct rvfi_ep *ep, struct rvfi_inconn *c)
+{
+	struct rvfi_rbuf *b = c->rbuf;
+
+	for (;;) {
+		ssize_t n;
+
+		/* Keep the unparsed tail at the start of the buffer. */
+		if (b->off) {
+			memmove(b->data, b->data + b->off, b->len - b->off);
+			b->len -= b->off;
+			b->off = 0;
+		}
+		n = recv(c->fd, b->data + b->len, RVFI_RBUF - b->len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0)
+			goto close;
+		b->len += n;
+		if (parse(ep, c))
+			goto close;
+	}
+close:
+	/* The peer went away (or broke the protocol): its frames end here. */
+	rvfi_inconn_close(ep, c);
+}
+
+/* ---- outgoing frames --------------------------------------------------------------- */
+
+static void txf_free(struct rvfi_txf *f)
+{
+	rvfi_list_del(&f->link);
+	free(f);
+}
+
+/*
+ * Closes the outgoing connection; frames not written yet fail their
+ * sends.  The next frame for the peer connects again.
+ */
+void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p)
+{
+	struct rvfi_list *pos, *tmp;
+
+	(void)ep;
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	p->state = RVFI_PEER_IDLE;
+	rvfi_list_for_each_safe(pos, tmp, &p->txq) {
+		struct rvfi_txf *f = container_of(pos, struct rvfi_txf, link);
+
+		if (f->op)
+			rvfi_complete_err(f->op, FI_EIO, 0);
+		txf_free(f);
+	}
+}
+
+static void peer_fail(struct rvfi_ep *ep, struct rvfi_peer *p, int err)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &p->addr.ip, ip, sizeof(ip));
+	RVFI_WARN("connection to %s:%u: %s\n", ip, ntohs(p->addr.port),
+		  strerror(err));
+	rvfi_peer_close(ep, p);
+}
+
+/* Writes queued frames, several per sendmsg(), until EAGAIN. */
+static void flush(struct rvfi_ep *ep, struct rvfi_peer *p)
+{
+	while (p->state == RVFI_PEER_UP && !rvfi_list_empty(&p->txq)) {
+		struct iovec iov[2 * RVFI_MAX_BATCH];
+		struct rvfi_hdr wire[RVFI_MAX_BATCH];
+		struct msghdr mh = { .msg_iov = iov };
+		struct rvfi_list *pos;
+		int nf = 0;
+		ssize_t n;
+
+		for (pos = p->txq.next; pos != &p->txq && nf < RVFI_MAX_BATCH;
+		     pos = pos->next, nf++) {
+			struct rvfi_txf *f = container_of(pos, struct rvfi_txf,
+							  link);
+			size_t hs = sizeof(f->hdr), done = f->done;
+
+			hdr_swap(&wire[nf], &f->hdr, true);
+			if (done < hs) {
+				iov[mh.msg_iovlen].iov_base =
+					(char *)&wire[nf] + done;
+				iov[mh.msg_iovlen++].iov_len = hs - done;
+				done = hs;
+			}
+			if (has_payload(f->hdr.op) && f->hdr.len) {
+				iov[mh.msg_iovlen].iov_base =
+					(char *)f->payload + (done - hs);
+				iov[mh.msg_iovlen++].iov_len =
+					f->hdr.len - (done - hs);
+			}
+		}
+		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0) {
+			peer_fail(ep, p, errno);
+			return;
+		}
+		while (n > 0) {
+			struct rvfi_txf *f = container_of(p->txq.next,
+							  struct rvfi_txf,
+							  link);
+			size_t total = sizeof(f->hdr) +
+				       (has_payload(f->hdr.op) ? f->hdr.len : 0);
+			size_t left = total - f->done;
+
+			if ((size_t)n < left) {
+				f->done += n;
+				return;	/* the socket is full */
+			}
+			n -= left;
+			/* An eager send is complete once TCP has its data. */
+			if (f->op)
+				rvfi_complete_ok(f->op);
+			txf_free(f);
+		}
+	}
+}
+
+static int peer_connect(struct rvfi_ep *ep, struct rvfi_peer *p)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET, .sin_addr.s_addr = p->addr.ip,
+		.sin_port = p->addr.port,
+	};
+	struct epoll_event ev;
+	struct rvfi_txf *hello;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	tune(fd);
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) &&
+	    errno != EINPROGRESS) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	/* EPOLLIN only to see the peer close: it never writes on it. */
+	ev.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP | EPOLLET;
+	ev.data.ptr = &p->pe;
+	if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	/* HELLO goes first: it names us to the peer. */
+	hello = calloc(1, sizeof(*hello) + sizeof(ep->self));
+	if (!hello) {
+		close(fd);
+		return -FI_ENOMEM;
+	}
+	hello->hdr.op = RVFI_OP_HELLO;
+	hello->hdr.len = sizeof(ep->self);
+	memcpy(hello->copy, &ep->self, sizeof(ep->self));
+	hello->payload = hello->copy;
+	/* Before anything already queued. */
+	hello->link.next = p->txq.next;
+	hello->link.prev = &p->txq;
+	p->txq.next->prev = &hello->link;
+	p->txq.next = &hello->link;
+	p->fd = fd;
+	p->state = RVFI_PEER_CONNECTING;
+	return 0;
+}
+
+/*
+ * Queues a frame for @p and writes what the socket takes.  @payload is
+ * copied when @copy (inject), otherwise it must stay valid until @op
+ * completes; @op (may be NULL) completes when the frame is written.
+ */
+int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
+		  const struct rvfi_hdr *h, const void *payload, bool copy,
+		  struct rvfi_op *op)
+{
+	size_t extra = copy && has_payload(h->op) ? h->len : 0;
+	struct rvfi_txf *f;
+	int ret;
+
+	f = malloc(sizeof(*f) + extra);
+	if (!f)
+		return -FI_ENOMEM;
+	f->hdr = *h;
+	f->done = 0;
+	f->op = op;
+	if (extra) {
+		memcpy(f->copy, payload, extra);
+		f->payload = f->copy;
+	} else {
+		f->payload = payload;
+	}
+	rvfi_list_add_tail(&p->txq, &f->link);
+	if (p->state == RVFI_PEER_IDLE) {
+		ret = peer_connect(ep, p);
+		if (ret) {
+			/* Not queued after all: the caller reports it. */
+			f->op = NULL;
+			txf_free(f);
+			return ret;
+		}
+	}
+	flush(ep, p);
+	return 0;
+}
+
+/* ---- epoll events ----------------------------------------------------------------- */
+
+static void out_event(struct rvfi_ep *ep, struct rvfi_peer *p, uint32_t ev)
+{
+	if (p->state == RVFI_PEER_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+			err = errno;
+		if (err) {
+			peer_fail(ep, p, err);
+			return;
+		}
+		if (!(ev & EPOLLOUT))
+			return;
+		p->state = RVFI_PEER_UP;
+	}
+	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		char c;
+		ssize_t n = recv(p->fd, &c, 1, MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			peer_fail(ep, p, n ? errno : ECONNRESET);
+			return;
+		}
+	}
+	flush(ep, p);
+}
+
+void rvfi_tcp_event(struct rvfi_pollent *pe, uint32_t events)
+{
+	struct rvfi_ep *ep = pe->ep;
+
+	switch (pe->kind) {
+	case RVFI_PK_LISTEN:
+		do_accept(ep);
+		break;
+	case RVFI_PK_OUT:
+		out_event(ep, container_of(pe, struct rvfi_peer, pe), events);
+		break;
+	case RVFI_PK_IN:
+		inconn_read(ep, container_of(pe, struct rvfi_inconn, pe));
+		break;
+	case RVFI_PK_RV:
+		break;	/* the ring is polled by every progress call */
+	}
+}
