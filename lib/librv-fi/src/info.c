@@ -146,8 +146,6 @@ static int check_hints(const struct fi_info *h,
 			return -FI_ENODATA;
 		if (d->cq_data_size > RVFI_CQ_DATA_SIZE)
 			return -FI_ENODATA;
-		if (d->mr_mode & FI_MR_MMU_NOTIFY)
-			return -FI_ENODATA;
 	}
 	if (h->tx_attr) {
 		if (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)

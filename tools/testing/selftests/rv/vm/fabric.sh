@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# fabric.sh - the libfabric provider "rv" (lib/librv-fi) between two VMs,
+# as TAP.  Node 0 is the server, node 1 the client (it connects to node
+# 0's eth0 address):
+#
+#   fi_info -p rv           the provider loads and lists an FI_EP_RDM info
+#   rv_fi_test              the provider's own tests (tagged matching,
+#                           directed receive, FI_SOURCE, CQ data,
+#                           unexpected messages, eager and rendezvous
+#                           sizes 0 B..16 MiB verified, truncation,
+#                           cancel, many messages in flight, rv counters)
+#   fi_pingpong -p rv -e rdm  msg and tagged, the default sizes, then
+#                           1 MiB and 4 MiB (rendezvous) with data checks
+#
+# Every run is bounded by timeout(1); a client racing its server retries
+# with rv_retry.
+
+set -uo pipefail
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+: "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
+T=$RV_REPO/tools/testing/selftests/rv
+FT=$T/rv_fi_test
+shared=$(dirname "$RV_OUT")/fabric-rdv
+mkdir -p "$shared"
+export FI_PROVIDER_PATH=$RV_REPO/lib/librv-fi
+export FI_RV_DEVICE=$RV_IBDEV
+server_ip=$(rv_node_ip 0)
+
+barrier() {
+	rv_barrier "$shared" "$@"
+}
+
+tap_begin
+[[ $RV_NODES -eq 2 ]] || { tap_fail fabric "needs 2 nodes"; tap_end; exit; }
+if [[ ! -f $FI_PROVIDER_PATH/librv-fi.so ]]; then
+	tap_fail fabric "lib/librv-fi/librv-fi.so not built (make -C lib/librv-fi)"
+	tap_end
+	exit
+fi
+
+# ---- fi_info ----------------------------------------------------------------
+out=$(timeout 60 fi_info -p rv 2>&1)
+rc=$?
+sed 's/^/# /' <<<"$out" | head -30
+if [[ $rc -eq 0 ]] && grep -q 'provider: rv' <<<"$out" &&
+	grep -q 'FI_EP_RDM' <<<"$out"; then
+	tap_ok fi-info
+else
+	tap_fail fi-info "exit $rc, no rv FI_EP_RDM entry"
+fi
+
+# ---- rv_fi_test ---------------------------------------------------------------
+if [[ -x $FT ]]; then
+	barrier start-fitest || true
+	if [[ $RV_NODE -eq 0 ]]; then
+		args=(-s -D "$shared")
+	else
+		args=(-c "$server_ip" -D "$shared")
+	fi
+	rc=0
+	timeout 900 "$FT" "${args[@]}" || rc=$?
+	if [[ $rc -eq 0 ]]; then
+		tap_ok "rv_fi_test-exit"
+	else
+		tap_fail "rv_fi_test-exit" "exit status $rc"
+	fi
+else
+	tap_fail rv_fi_test "$FT not built"
+fi
+
+# ---- fi_pingpong ----------------------------------------------------------------
+# pingpong NAME ARGS...: one server/client run; the server on node 0.
+pingpong() {
+	local name=$1 out rc=0
+	shift
+	barrier "pp-$name" || true
+	if [[ $RV_NODE -eq 0 ]]; then
+		out=$(timeout 300 fi_pingpong -p rv -e rdm "$@" 2>&1) || rc=$?
+	else
+		# The server may still be starting: retry a refused connect.
+		sleep 1
+		out=$(rv_retry 10 3 timeout 300 fi_pingpong -p rv -e rdm "$@" \
+			"$server_ip" 2>&1) || rc=$?
+	fi
+	sed 's/^/# /' <<<"$out" | tail -25
+	if [[ $rc -eq 0 ]] && grep -Eq '^[[:space:]]*[0-9]+[kmg]?[[:space:]]+[0-9]+' <<<"$out"; then
+		tap_ok "pingpong-$name"
+	else
+		tap_fail "pingpong-$name" "exit status $rc"
+	fi
+}
+
+pingpong msg -I 10
+pingpong tagged -m tagged -I 10
+pingpong rndv-1m -S 1048576 -I 5 -c
+pingpong rndv-4m-tagged -m tagged -S 4194304 -I 3 -c
+
+tap_end
