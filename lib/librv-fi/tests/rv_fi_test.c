@@ -1,0 +1,898 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_fi_test - the libfabric provider "rv" between two nodes, through the
+ * libfabric API only (plus rv's read-only DUMP of this process's counters,
+ * to check which path a message took).
+ *
+ *   rv_fi_test -s [-p PORT]            node A (waits for B)
+ *   rv_fi_test -c HOST [-p PORT]       node B
+ *
+ * The two meet over a TCP control connection (PORT, default 18571) that
+ * carries the endpoint names and a one-byte barrier between the cases.
+ * Both run the same cases in the same order; most send in one direction
+ * (B to A) and check on the receiving side.  Output is TAP; exit status 0
+ * only if every case passed on this node.
+ *
+ * Every wait is bounded (WAIT_MS), so a lost message fails the case
+ * instead of hanging the run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/rv_user_ioctls.h>
+
+#define WAIT_MS		60000
+#define BIG		(16u << 20)
+#define NINFLIGHT	100
+
+static bool server;
+static int ctl = -1;
+static int tap_n, tap_failed;
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct fid_domain *domain;
+static struct fid_av *av;
+static struct fid_cq *txcq, *rxcq;
+static struct fid_ep *ep;
+static fi_addr_t peer, fake;		/* fake: an address nobody uses */
+static char *sbuf, *rbuf;
+static size_t threshold = 16384;
+
+/* ---- TAP ------------------------------------------------------------------ */
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* One result; @why (printf format) explains a failure. */
+static bool result(bool ok, const char *name, const char *why, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (!ok) {
+		tap_failed++;
+		printf("# %s: ", name);
+		va_start(ap, why);
+		vprintf(why, ap);
+		va_end(ap);
+		printf("\n");
+	}
+	printf("%sok %d %s\n", ok ? "" : "not ", tap_n, name);
+	return ok;
+}
+
+static void die(const char *what, long err)
+{
+	printf("# %s: %s\nBail out! %s\n", what,
+	       err < 0 ? fi_strerror(-err) : strerror(err), what);
+	exit(1);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+/* ---- control connection ------------------------------------------------------- */
+
+static void ctl_write(const void *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(ctl, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			die("control send", errno);
+		p = (const char *)p + w;
+		n -= w;
+	}
+}
+
+/*
+ * Reads @n bytes, driving the provider's progress meanwhile (a zero-count
+ * CQ read progresses without taking completions): the peer may need our
+ * CTS or our reads to finish what it does before it answers.
+ */
+static void ctl_read(void *p, size_t n)
+{
+	uint64_t deadline = now_ms() + 10 * WAIT_MS;
+
+	while (n) {
+		struct pollfd pfd = { .fd = ctl, .events = POLLIN };
+		ssize_t r;
+
+		fi_cq_read(txcq, NULL, 0);
+		fi_cq_read(rxcq, NULL, 0);
+		if (poll(&pfd, 1, 5) <= 0) {
+			if (now_ms() > deadline)
+				die("control connection timed out", ETIMEDOUT);
+			continue;
+		}
+		r = recv(ctl, p, n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			die("control recv", r ? errno : ECONNRESET);
+		p = (char *)p + r;
+		n -= r;
+	}
+}
+
+static void sync_peer(void)
+{
+	char c = 's';
+
+	ctl_write(&c, 1);
+	ctl_read(&c, 1);
+}
+
+static void ctl_connect(const char *host, const char *port)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+		.ai_flags = host ? 0 : AI_PASSIVE,
+	};
+	struct addrinfo *ai;
+	int one = 1, fd, i;
+
+	if (getaddrinfo(host, port, &hints, &ai))
+		die("getaddrinfo", EINVAL);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket", errno);
+	if (!host) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1))
+			die("bind", errno);
+		ctl = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+		if (ctl < 0)
+			die("accept", errno);
+		close(fd);
+	} else {
+		for (i = 0; connect(fd, ai->ai_addr, ai->ai_addrlen); i++) {
+			if (i == 600)
+				die("connect", errno);
+			usleep(100000);
+		}
+		ctl = fd;
+	}
+	freeaddrinfo(ai);
+	setsockopt(ctl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* ---- libfabric set-up ------------------------------------------------------------ */
+
+static void setup(void)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_NONE };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fi_info *hints = fi_allocinfo();
+	char name[64], pname[64], fname[64];
+	size_t len = sizeof(name);
+	uint32_t plen;
+	int ret;
+
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE;
+	hints->mode = FI_CONTEXT;
+	hints->domain_attr->mr_mode = 0;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	hints->domain_attr->cq_data_size = 8;
+	hints->fabric_attr->prov_name = strdup("rv");
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (ret)
+		die("fi_getinfo", ret);
+	diag("provider %s, domain %s, inject_size %zu, max_msg_size %zu",
+	     info->fabric_attr->prov_name, info->domain_attr->name,
+	     info->tx_attr->inject_size, info->ep_attr->max_msg_size);
+	if ((ret = fi_fabric(info->fabric_attr, &fabric, NULL)) ||
+	    (ret = fi_domain(fabric, info, &domain, NULL)) ||
+	    (ret = fi_av_open(domain, &ava, &av, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &txcq, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &rxcq, NULL)) ||
+	    (ret = fi_endpoint(domain, info, &ep, NULL)) ||
+	    (ret = fi_ep_bind(ep, &av->fid, 0)) ||
+	    (ret = fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT)) ||
+	    (ret = fi_ep_bind(ep, &rxcq->fid, FI_RECV)) ||
+	    (ret = fi_enable(ep)))
+		die("libfabric set-up", ret);
+	ret = fi_getname(&ep->fid, name, &len);
+	if (ret)
+		die("fi_getname", ret);
+	plen = len;
+	ctl_write(&plen, sizeof(plen));
+	ctl_write(name, len);
+	ctl_read(&plen, sizeof(plen));
+	if (plen != len)
+		die("peer name length", EPROTO);
+	ctl_read(pname, plen);
+	/* A made-up peer first: the real one gets fi_addr 1, not 0. */
+	memcpy(fname, pname, plen);
+	fname[plen - 1] ^= 0x5a;
+	if (fi_av_insert(av, fname, 1, &fake, 0, NULL) != 1 ||
+	    fi_av_insert(av, pname, 1, &peer, 0, NULL) != 1)
+		die("fi_av_insert", EINVAL);
+	len = sizeof(fname);
+	fi_av_straddr(av, pname, fname, &len);
+	diag("%s: peer %s is fi_addr %llu", server ? "server" : "client",
+	     fname, (unsigned long long)peer);
+	sbuf = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	rbuf = mmap(NULL, BIG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sbuf == MAP_FAILED || rbuf == MAP_FAILED)
+		die("mmap", errno);
+	if (getenv("FI_RV_RNDV_THRESHOLD"))
+		threshold = strtoull(getenv("FI_RV_RNDV_THRESHOLD"), NULL, 0);
+}
+
+/* ---- helpers ----------------------------------------------------------------------- */
+
+static uint8_t pat(uint64_t seed, size_t i)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + (i / 8) * 0xbf58476d1ce4e5b9ull;
+
+	x ^= x >> 29;
+	return (uint8_t)(x >> (8 * (i % 8)));
+}
+
+static void fill(char *p, size_t len, uint64_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = pat(seed, i);
+}
+
+/* Index of the first wrong byte, or -1. */
+static long check(const char *p, size_t len, uint64_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((uint8_t)p[i] != pat(seed, i))
+			return i;
+	return -1;
+}
+
+/*
+ * Waits for one completion on @cq.  Returns 1 with @e (and @src) filled,
+ * or 0 with @err filled for an error completion, or -FI_ETIMEDOUT.
+ */
+static int wait_comp(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+		     fi_addr_t *src, struct fi_cq_err_entry *err)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	fi_addr_t dummy;
+	ssize_t n;
+
+	for (;;) {
+		n = fi_cq_readfrom(cq, e, 1, src ? src : &dummy);
+		if (n == 1)
+			return 1;
+		if (n == -FI_EAVAIL) {
+			memset(err, 0, sizeof(*err));
+			if (fi_cq_readerr(cq, err, 0) == 1)
+				return 0;
+		} else if (n != -FI_EAGAIN) {
+			return n;
+		}
+		if (now_ms() > deadline)
+			return -FI_ETIMEDOUT;
+	}
+}
+
+/* Posts with a retry on -FI_EAGAIN (never expected here). */
+#define POST(call) ({ ssize_t __r; \
+	while ((__r = (call)) == -FI_EAGAIN) fi_cq_read(txcq, NULL, 0); \
+	__r; })
+
+static int tsend(const void *buf, size_t len, uint64_t tag, void *ctx)
+{
+	return POST(fi_tsend(ep, buf, len, NULL, peer, tag, ctx));
+}
+
+static int trecv(void *buf, size_t len, fi_addr_t src, uint64_t tag,
+		 uint64_t ignore, void *ctx)
+{
+	return POST(fi_trecv(ep, buf, len, NULL, src, tag, ignore, ctx));
+}
+
+/* Sends and waits for its completion; returns 0 or a negative error. */
+static int send_wait(const void *buf, size_t len, uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int ret = tsend(buf, len, tag, &e);
+
+	if (ret)
+		return ret;
+	ret = wait_comp(txcq, &e, NULL, &err);
+	return ret == 1 ? 0 : ret == 0 ? -err.err : ret;
+}
+
+/* rv's counters of this process (the provider's attached file). */
+static bool rv_counters(uint64_t *writes, uint64_t *recvs)
+{
+	struct rv_dump_proc recs[64];
+	struct rv_dump d = {
+		.size = sizeof(d), .kind = RV_DUMP_PROCS,
+		.buf = (uintptr_t)recs, .buf_len = sizeof(recs),
+	};
+	int fd = open("/dev/rv", O_RDONLY | O_CLOEXEC);
+	uint32_t i;
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	if (!ioctl(fd, RV_IOCTL_DUMP, &d) && d.record_size >= sizeof(recs[0])) {
+		*writes = *recvs = 0;
+		for (i = 0; i < d.count; i++) {
+			struct rv_dump_proc *r = (void *)((char *)recs +
+							  i * d.record_size);
+
+			if (r->pid == (uint32_t)getpid()) {
+				*writes += r->writes_posted;
+				*recvs += r->recvs;
+				found = true;
+			}
+		}
+	}
+	close(fd);
+	return found;
+}
+
+/* ---- the cases --------------------------------------------------------------------- */
+
+/* B sends three tags; A receives them out of order with ignore bits. */
+static void t_tagged_ignore(void)
+{
+	static const uint64_t tags[] = { 0x100, 0x201, 0x302 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	static const struct { uint64_t tag, ignore, want; } r[] = {
+		{ 0x300, 0x00f, 0x302 }, { 0x201, 0, 0x201 },
+		{ 0, ~0ull, 0x100 },
+	};
+	bool ok = true;
+	int i, ret;
+
+	sync_peer();
+	if (!server) {
+		for (i = 0; i < 3; i++) {
+			fill(sbuf, 64, tags[i]);
+			ok &= send_wait(sbuf, 64, tags[i]) == 0;
+		}
+		result(ok, "tagged-ignore-send", "send failed");
+		sync_peer();
+		return;
+	}
+	sync_peer();	/* all three are unexpected by now (or in flight) */
+	for (i = 0; i < 3; i++) {
+		memset(rbuf, 0, 64);
+		ret = trecv(rbuf, 64, FI_ADDR_UNSPEC, r[i].tag, r[i].ignore,
+			    &e);
+		if (!ret)
+			ret = wait_comp(rxcq, &e, NULL, &err);
+		if (ret != 1 || e.tag != r[i].want || e.len != 64 ||
+		    check(rbuf, 64, r[i].want) >= 0) {
+			ok = false;
+			diag("recv %d: ret %d tag %#llx len %zu", i, ret,
+			     (unsigned long long)e.tag, e.len);
+		}
+	}
+	result(ok, "tagged-ignore", "wrong match");
+}
+
+/* CQ data and FI_SOURCE, eager and rendezvous, and after an AV change. */
+static void t_data_source(void)
+{
+	static const size_t sizes[] = { 100, 1 << 20 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	int i, ret;
+
+	for (i = 0; i < 2; i++) {
+		uint64_t data = 0xdeadbeefcafe0000ull + i;
+
+		sync_peer();
+		if (!server) {
+			fill(sbuf, sizes[i], data);
+			ret = POST(fi_tsenddata(ep, sbuf, sizes[i], NULL, data,
+						peer, 7, &e));
+			if (!ret)
+				ret = wait_comp(txcq, &e, NULL, &err);
+			result(ret == 1, i ? "senddata-rndv" : "senddata-eager",
+			       "ret %d", ret);
+			continue;
+		}
+		ret = trecv(rbuf, sizes[i], FI_ADDR_UNSPEC, 7, 0, &e);
+		if (!ret)
+			ret = wait_comp(rxcq, &e, &src, &err);
+		result(ret == 1 && (e.flags & FI_REMOTE_CQ_DATA) &&
+		       e.data == data && e.len == sizes[i] &&
+		       (e.flags & FI_TAGGED) && (e.flags & FI_RECV) &&
+		       check(rbuf, sizes[i], data) < 0,
+		       i ? "cq-data-rndv" : "cq-data-eager",
+		       "ret %d flags %#llx data %#llx len %zu", ret,
+		       (unsigned long long)e.flags,
+		       (unsigned long long)e.data, e.len);
+		result(ret == 1 && src == peer,
+		       i ? "source-rndv" : "source-eager",
+		       "src %llu, peer is %llu", (unsigned long long)src,
+		       (unsigned long long)peer);
+	}
+
+	/* The sender leaves the AV: its messages come FI_ADDR_NOTAVAIL. */
+	sync_peer();
+	if (!server) {
+		result(send_wait(sbuf, 10, 8) == 0, "source-notavail-send",
+		       "send failed");
+		sync_peer();
+		return;
+	}
+	{
+		char name[64];
+		size_t len = sizeof(name);
+
+		fi_av_lookup(av, peer, name, &len);
+		fi_av_remove(av, &peer, 1, 0);
+		ret = trecv(rbuf, 10, FI_ADDR_UNSPEC, 8, 0, &e);
+		if (!ret)
+			ret = wait_comp(rxcq, &e, &src, &err);
+		result(ret == 1 && src == FI_ADDR_NOTAVAIL, "source-notavail",
+		       "ret %d src %llu", ret, (unsigned long long)src);
+		/* Back in, under a new fi_addr (not reused: TABLE). */
+		if (fi_av_insert(av, name, 1, &peer, 0, NULL) != 1)
+			die("fi_av_insert", EINVAL);
+		diag("peer re-inserted as fi_addr %llu",
+		     (unsigned long long)peer);
+	}
+	sync_peer();
+}
+
+/*
+ * A receive directed at the made-up address never matches B's message; an
+ * undirected one does; cancelling the directed one reports FI_ECANCELED.
+ */
+static void t_directed_cancel(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int ctx_dir, ctx_any, ret;
+	ssize_t c;
+
+	sync_peer();
+	if (!server) {
+		fill(sbuf, 256, 9);
+		result(send_wait(sbuf, 256, 9) == 0, "directed-send",
+		       "send failed");
+		sync_peer();
+		return;
+	}
+	ret = trecv(rbuf + 4096, 256, fake, 9, 0, &ctx_dir);
+	ret |= trecv(rbuf, 256, peer, 9, 0, &ctx_any);
+	if (!ret)
+		ret = wait_comp(rxcq, &e, NULL, &err);
+	result(ret == 1 && e.op_context == &ctx_any && check(rbuf, 256, 9) < 0,
+	       "directed-recv", "ret %d context %p (want %p)", ret,
+	       e.op_context, (void *)&ctx_any);
+	c = fi_cancel(&ep->fid, &ctx_dir);
+	ret = wait_comp(rxcq, &e, NULL, &err);
+	result(c == 0 && ret == 0 && err.err == FI_ECANCELED &&
+	       err.op_context == &ctx_dir, "cancel",
+	       "fi_cancel %zd, completion %d err %d", c, ret, err.err);
+	c = fi_cancel(&ep->fid, &ctx_dir);
+	result(c != 0, "cancel-twice", "second fi_cancel returned 0");
+	sync_peer();
+}
+
+/* Every size both ways, pre-posted receives, all bytes checked. */
+static void t_sizes(void)
+{
+	static const size_t sizes[] = {
+		0, 1, 7, 64, 1000, 1024, 4096, 16383, 16384, 16385, 65536,
+		100000, 1 << 20, (4 << 20) + 3, 8 << 20, 16 << 20,
+	};
+	size_t i, dir;
+
+	for (dir = 0; dir < 2; dir++) {
+		bool sending = server == (dir == 1);
+		bool ok = true;
+
+		sync_peer();
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			struct fi_cq_tagged_entry e;
+			struct fi_cq_err_entry err;
+			uint64_t seed = 1000 + i + dir * 100;
+			int ret;
+
+			if (sending) {
+				fill(sbuf, sizes[i], seed);
+				ret = send_wait(sbuf, sizes[i], seed);
+				if (ret) {
+					ok = false;
+					diag("send %zu: %s", sizes[i],
+					     fi_strerror(-ret));
+				}
+				continue;
+			}
+			memset(rbuf, 0xee, sizes[i] + 16 < BIG ? sizes[i] + 16 : BIG);
+			ret = trecv(rbuf, sizes[i], peer, seed, 0, &e);
+			if (!ret)
+				ret = wait_comp(rxcq, &e, NULL, &err);
+			if (ret != 1 || e.len != sizes[i] ||
+			    check(rbuf, sizes[i], seed) >= 0 ||
+			    (sizes[i] + 1 < BIG && (uint8_t)rbuf[sizes[i]] != 0xee)) {
+				ok = false;
+				diag("recv %zu: ret %d len %zu bad byte %ld",
+				     sizes[i], ret, ret == 1 ? e.len : 0,
+				     check(rbuf, sizes[i], seed));
+			}
+		}
+		result(ok, dir ? "sizes-a-to-b" : "sizes-b-to-a",
+		       "a size failed");
+	}
+}
+
+/* B sends eager and rendezvous messages before A posts anything. */
+static void t_unexpected(void)
+{
+	static const size_t sizes[] = { 10, 70000, 2000, 3 << 20, 0, 16385 };
+	struct fi_cq_tagged_entry e[6];
+	struct fi_cq_err_entry err;
+	size_t n = 6, i, off;
+	bool ok = true;
+	int ret;
+
+	sync_peer();
+	if (!server) {
+		for (i = 0, off = 0; i < n; off += sizes[i++]) {
+			fill(sbuf + off, sizes[i], 50 + i);
+			ret = tsend(sbuf + off, sizes[i], 0x50, &e[i]);
+			ok &= !ret;
+		}
+		/* Tell A they are all posted, then reap. */
+		sync_peer();
+		for (i = 0; i < n; i++)
+			ok &= wait_comp(txcq, &e[0], NULL, &err) == 1;
+		result(ok, "unexpected-send", "a send failed");
+		sync_peer();
+		return;
+	}
+	sync_peer();
+	/* Let the frames arrive and queue as unexpected. */
+	usleep(500000);
+	fi_cq_read(rxcq, NULL, 0);
+	for (i = 0, off = 0; i < n; off += sizes[i++]) {
+		memset(rbuf + off, 0, sizes[i]);
+		ret = trecv(rbuf + off, sizes[i], FI_ADDR_UNSPEC, 0x50, 0, &e[i]);
+		ok &= !ret;
+	}
+	for (i = 0; i < n; i++) {
+		struct fi_cq_tagged_entry c;
+
+		ret = wait_comp(rxcq, &c, NULL, &err);
+		if (ret != 1) {
+			ok = false;
+			diag("unexpected recv %zu: %d", i, ret);
+		}
+	}
+	for (i = 0, off = 0; i < n; off += sizes[i++]) {
+		if (check(rbuf + off, sizes[i], 50 + i) >= 0) {
+			ok = false;
+			diag("unexpected message %zu (%zu bytes) wrong or out of order",
+			     i, sizes[i]);
+		}
+	}
+	result(ok, "unexpected-in-order", "see above");
+	sync_peer();
+}
+
+/* Truncation: eager and rendezvous, FI_ETRUNC with olen; 0-byte buffer. */
+static void t_truncation(void)
+{
+	static const struct { size_t sent, room; } c[] = {
+		{ 1000, 100 }, { 1 << 20, 65536 }, { 100000, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		char name[32];
+		int ret;
+
+		snprintf(name, sizeof(name), "truncation-%zu-%zu", c[i].sent,
+			 c[i].room);
+		sync_peer();
+		if (!server) {
+			fill(sbuf, c[i].sent, 70 + i);
+			ret = send_wait(sbuf, c[i].sent, 70);
+			result(ret == 0, name, "send: %d", ret);
+			continue;
+		}
+		memset(rbuf, 0, c[i].room + 1);
+		ret = trecv(c[i].room ? rbuf : NULL, c[i].room, peer, 70, 0,
+			    &e);
+		if (!ret)
+			ret = wait_comp(rxcq, &e, NULL, &err);
+		result(ret == 0 && err.err == FI_ETRUNC &&
+		       err.olen == c[i].sent - c[i].room &&
+		       err.op_context == &e && check(rbuf, c[i].room, 70 + i) < 0 &&
+		       rbuf[c[i].room] == 0, name,
+		       "completion %d err %d olen %zu", ret,
+		       ret ? 0 : err.err, ret ? 0 : err.olen);
+	}
+}
+
+/*
+ * Many messages in flight both ways at once: each side pre-posts its
+ * receives, then sends all of its messages, then reaps everything.
+ */
+static void t_inflight(void)
+{
+	static struct fi_cq_tagged_entry sctx[NINFLIGHT], rctx[NINFLIGHT];
+	size_t slot = (BIG / NINFLIGHT) & ~4095ul, i;
+	size_t nsend = 0, nrecv = 0;
+	struct fi_cq_err_entry err;
+	bool ok = true;
+	uint64_t mine = server ? 0x1000 : 0x2000;
+	uint64_t theirs = server ? 0x2000 : 0x1000;
+	uint64_t t0;
+
+	for (i = 0; i < NINFLIGHT; i++) {
+		/* Mostly eager, every 7th a rendezvous. */
+		size_t len = i % 7 ? 512 + i : slot - 64;
+
+		memset(rbuf + i * slot, 0, len);
+		ok &= !trecv(rbuf + i * slot, slot, peer, theirs + i, 0,
+			     &rctx[i]);
+	}
+	sync_peer();
+	for (i = 0; i < NINFLIGHT; i++) {
+		size_t len = i % 7 ? 512 + i : slot - 64;
+
+		fill(sbuf + i * slot, len, mine + i);
+		ok &= !tsend(sbuf + i * slot, len, mine + i, &sctx[i]);
+	}
+	t0 = now_ms();
+	while (nsend < NINFLIGHT || nrecv < NINFLIGHT) {
+		struct fi_cq_tagged_entry e;
+		ssize_t n;
+
+		n = fi_cq_read(txcq, &e, 1);
+		if (n == 1) {
+			nsend++;
+		} else if (n == -FI_EAVAIL &&
+			   fi_cq_readerr(txcq, &err, 0) == 1) {
+			ok = false;
+			nsend++;
+		}
+		n = fi_cq_read(rxcq, &e, 1);
+		if (n == 1) {
+			i = (struct fi_cq_tagged_entry *)e.op_context - rctx;
+			if (i >= NINFLIGHT || e.tag != theirs + i ||
+			    check(rbuf + i * slot, e.len, theirs + i) >= 0 ||
+			    e.len != (i % 7 ? 512 + i : slot - 64)) {
+				ok = false;
+				diag("in-flight message %zu bad", i);
+			}
+			nrecv++;
+		} else if (n == -FI_EAVAIL &&
+			   fi_cq_readerr(rxcq, &err, 0) == 1) {
+			ok = false;
+			nrecv++;
+		}
+		if (now_ms() - t0 > WAIT_MS)
+			break;
+	}
+	result(ok && nsend == NINFLIGHT && nrecv == NINFLIGHT, "inflight-both-ways",
+	       "%zu of %d sends, %zu receives", nsend, NINFLIGHT, nrecv);
+	sync_peer();
+}
+
+/* Small messages never touch rv; large ones are exactly one write each. */
+static void t_rv_counters(void)
+{
+	uint64_t w0, r0, w1, r1, w2, r2;
+	int i, n = 4;
+	bool ok = true;
+
+	sync_peer();
+	if (!rv_counters(&w0, &r0)) {
+		result(false, "rv-counters", "no rv record for this pid");
+		sync_peer();
+		return;
+	}
+	for (i = 0; i < 20; i++) {
+		if (!server) {
+			fill(sbuf, threshold, i);
+			ok &= send_wait(sbuf, threshold, 0x77) == 0;
+		} else {
+			struct fi_cq_tagged_entry e;
+			struct fi_cq_err_entry err;
+
+			ok &= trecv(rbuf, threshold, peer, 0x77, 0, &e) == 0 &&
+			      wait_comp(rxcq, &e, NULL, &err) == 1;
+		}
+	}
+	sync_peer();
+	rv_counters(&w1, &r1);
+	result(ok && w1 == w0 && r1 == r0, "eager-not-over-rv",
+	       "writes %llu -> %llu, recvs %llu -> %llu",
+	       (unsigned long long)w0, (unsigned long long)w1,
+	       (unsigned long long)r0, (unsigned long long)r1);
+	for (i = 0; i < n; i++) {
+		if (!server) {
+			fill(sbuf, threshold + 1, i);
+			ok &= send_wait(sbuf, 2 << 20, 0x78) == 0;
+		} else {
+			struct fi_cq_tagged_entry e;
+			struct fi_cq_err_entry err;
+
+			ok &= trecv(rbuf, 2 << 20, peer, 0x78, 0, &e) == 0 &&
+			      wait_comp(rxcq, &e, NULL, &err) == 1;
+		}
+	}
+	sync_peer();
+	rv_counters(&w2, &r2);
+	if (server)
+		result(ok && r2 - r1 == (uint64_t)n && w2 == w1,
+		       "rndv-over-rv-recvs", "recvs +%llu (want %d), writes +%llu",
+		       (unsigned long long)(r2 - r1), n,
+		       (unsigned long long)(w2 - w1));
+	else
+		result(ok && w2 - w1 == (uint64_t)n && r2 == r1,
+		       "rndv-over-rv-writes", "writes +%llu (want %d), recvs +%llu",
+		       (unsigned long long)(w2 - w1), n,
+		       (unsigned long long)(r2 - r1));
+	diag("rv counters of this process: %llu writes posted, %llu received",
+	     (unsigned long long)w2, (unsigned long long)r2);
+}
+
+/* fi_tinject (no completion), FI_PEEK, iov limit, unknown option. */
+static void t_misc(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context pctx;
+	struct iovec iov[2] = { { sbuf, 8 }, { sbuf + 8, 8 } };
+	struct fi_msg_tagged m = {
+		.msg_iov = iov, .iov_count = 2, .addr = peer, .tag = 1,
+	};
+	size_t optlen = sizeof(size_t);
+	size_t opt;
+	int ret;
+
+	result(fi_tsendmsg(ep, &m, 0) == -FI_EINVAL, "iov-limit",
+	       "two iovs accepted");
+	result(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, 12345, &opt, &optlen) ==
+	       -FI_ENOPROTOOPT, "getopt-unknown", "not -FI_ENOPROTOOPT");
+	sync_peer();
+	if (!server) {
+		fill(sbuf, 200, 99);
+		ret = POST(fi_tinject(ep, sbuf, 200, peer, 0x99));
+		memset(sbuf, 0, 200);	/* inject copied it */
+		result(ret == 0, "tinject", "fi_tinject %d", ret);
+		sync_peer();
+		sync_peer();
+		result(fi_cq_read(txcq, &e, 1) == -FI_EAGAIN,
+		       "tinject-no-completion", "a completion appeared");
+		return;
+	}
+	sync_peer();	/* B's inject is on its way */
+	usleep(300000);
+	m.msg_iov = NULL;
+	m.iov_count = 0;
+	m.tag = 0x99;
+	m.ignore = 0;
+	m.context = &pctx;
+	m.addr = FI_ADDR_UNSPEC;
+	ret = fi_trecvmsg(ep, &m, FI_PEEK);
+	if (!ret)
+		ret = wait_comp(rxcq, &e, NULL, &err);
+	result(ret == 1 && e.len == 200 && e.tag == 0x99, "peek",
+	       "ret %d len %zu", ret, e.len);
+	m.tag = 0x12345;
+	ret = fi_trecvmsg(ep, &m, FI_PEEK);
+	if (!ret)
+		ret = wait_comp(rxcq, &e, NULL, &err);
+	result(ret == 0 && err.err == FI_ENOMSG, "peek-nomsg",
+	       "ret %d err %d", ret, ret ? 0 : err.err);
+	ret = trecv(rbuf, 200, peer, 0x99, 0, &e);
+	if (!ret)
+		ret = wait_comp(rxcq, &e, NULL, &err);
+	result(ret == 1 && check(rbuf, 200, 99) < 0, "tinject-recv",
+	       "ret %d", ret);
+	sync_peer();
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *host = NULL, *port = "18571";
+	int c;
+
+	while ((c = getopt(argc, argv, "sc:p:D:")) != -1) {
+		switch (c) {
+		case 's': server = true; break;
+		case 'c': host = optarg; break;
+		case 'p': port = optarg; break;
+		case 'D': break;	/* accepted for the VM scripts */
+		default: usage();
+		}
+	}
+	if (server == !!host)
+		usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("TAP version 13\n");
+	ctl_connect(host, port);
+	setup();
+
+	t_tagged_ignore();
+	t_data_source();
+	t_directed_cancel();
+	t_sizes();
+	t_unexpected();
+	t_truncation();
+	t_inflight();
+	t_rv_counters();
+	t_misc();
+
+	sync_peer();
+	fi_close(&ep->fid);
+	fi_close(&av->fid);
+	fi_close(&txcq->fid);
+	fi_close(&rxcq->fid);
+	fi_close(&domain->fid);
+	fi_close(&fabric->fid);
+	fi_freeinfo(info);
+	close(ctl);
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}
