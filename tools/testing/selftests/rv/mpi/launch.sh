@@ -139,7 +139,12 @@ mpi_run() {
 	# oob/btl on eth0: the daemons must not pick lo or a stale address.
 	# plm_rsh_no_tree_spawn: node 0 starts every daemon itself (the
 	# others have no client key).
+	# mpi_yield_when_idle: the VMs have one vCPU each and a rank
+	# spinning in opal_progress would hold it for a whole time slice
+	# while the other rank of the node (or the provider's thread) has
+	# the message it waits for.
 	timeout -k 20 "$limit" mpirun --allow-run-as-root \
+		--mca mpi_yield_when_idle 1 \
 		--mca plm_rsh_agent ssh \
 		--mca plm_rsh_args "-F $MPI_SSH/ssh_config" \
 		--mca plm_rsh_no_tree_spawn 1 \
