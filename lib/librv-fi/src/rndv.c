@@ -26,10 +26,20 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rvfi.h"
 
 #define RVFI_CONN_TIMEOUT_MS	120000
+#define RVFI_RECONNECT_MS	10000
+
+uint64_t rvfi_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
 
 /* ---- rv connections ----------------------------------------------------------- */
 
@@ -60,15 +70,23 @@ struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip)
 			RVFI_WARN("rv_conn_connect: %s\n", strerror(-ret));
 		else
 			n->state = RV_CONN_STATE_CONNECTING;
+		n->last_connect = rvfi_now_ms();
 	}
 	rvfi_list_add_tail(&ep->nodes, &n->link);
 	return n;
 }
 
-/* Whether writes can go to @n (now or once it is connected). */
-static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n)
+/*
+ * Whether writes can go to @n, now or once it is connected.  With @retry
+ * (a new rendezvous starts), a connection that ended in ERROR is started
+ * again, at most every RVFI_RECONNECT_MS: rv restarts a connection from
+ * ERROR with a fresh timeout.  Retrying writes never restart it, so a
+ * message waits at most one connection timeout before it goes over TCP.
+ */
+static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n, bool retry)
 {
 	struct rv_conn_query q;
+	uint64_t now;
 
 	if (!n || !n->handle)
 		return false;
@@ -76,6 +94,15 @@ static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n)
 		if (rv_conn_query(ep->rv, n->handle, &q))
 			return false;
 		n->state = q.state;
+	}
+	if (n->state == RV_CONN_STATE_ERROR && retry) {
+		now = rvfi_now_ms();
+		if (now - n->last_connect >= RVFI_RECONNECT_MS &&
+		    !rv_conn_connect(ep->rv, n->handle, RVFI_CONN_TIMEOUT_MS)) {
+			RVFI_INFO("rv connection in ERROR: connecting again\n");
+			n->state = RV_CONN_STATE_CONNECTING;
+			n->last_connect = now;
+		}
 	}
 	return n->state == RV_CONN_STATE_CONNECTED ||
 	       n->state == RV_CONN_STATE_CONNECTING;
@@ -91,6 +118,7 @@ int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 
 	if (!p->node)
 		p->node = rvfi_node_get(ep, p->addr.ip);
+	node_usable(ep, p->node, true);
 	op->msg_id = ++ep->next_msg_id;
 	/* Registering now overlaps the RTS/CTS round trip. */
 	ret = rv_reg_mem(ep->rv, op->buf, op->len, 0, NULL);
@@ -157,7 +185,7 @@ static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 		return;
 	}
 	/* Not connected yet, or queues full: retried from progress. */
-	if (ret == -EAGAIN || (ret == -EPIPE && node_usable(ep, n) &&
+	if (ret == -EAGAIN || (ret == -EPIPE && node_usable(ep, n, false) &&
 			       n->state == RV_CONN_STATE_CONNECTING)) {
 		op->state = RVFI_ST_WRITE_PENDING;
 		rvfi_list_add_tail(&ep->write_pending, &op->link);
@@ -199,7 +227,7 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 	op->raddr = h->raddr;
 	op->rkey = h->rkey;
 	if ((h->flags & RVFI_F_TCP) || !op->mr ||
-	    !node_usable(ep, op->peer->node)) {
+	    !node_usable(ep, op->peer->node, false)) {
 		send_rdata(ep, op);
 		return;
 	}
@@ -285,7 +313,7 @@ static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
 	h.token = op->token;
 	if (!from->node)
 		from->node = rvfi_node_get(ep, from->addr.ip);
-	ret = node_usable(ep, from->node) ?
+	ret = node_usable(ep, from->node, true) ?
 	      rv_reg_mem(ep->rv, op->buf, op->xfer, RV_ACCESS_REMOTE_WRITE,
 			 &reg) : -ENOTCONN;
 	if (ret > 0) {
@@ -376,6 +404,19 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 	rvfi_list_for_each_safe(pos, tmp, &retry) {
 		rvfi_list_del(pos);
 		post_write(ep, container_of(pos, struct rvfi_op, link));
+	}
+}
+
+/* @p is gone: its rendezvous sends waiting for a CTS fail. */
+void rvfi_rndv_peer_failed(struct rvfi_ep *ep, struct rvfi_peer *p)
+{
+	struct rvfi_list *pos, *tmp;
+
+	(void)ep;
+	rvfi_list_for_each_safe(pos, tmp, &p->rndv_sends) {
+		rvfi_list_del(pos);
+		rvfi_complete_err(container_of(pos, struct rvfi_op, link),
+				  FI_EIO, 0);
 	}
 }
 

@@ -339,6 +339,7 @@ struct rvfi_node {
 	uint32_t ip;
 	uint32_t handle;
 	int state;			/* RV_CONN_STATE_* last seen */
+	uint64_t last_connect;		/* rvfi_now_ms() of the last CONNECT */
 };
 
 /* An accepted TCP connection: frames from one peer to us. */
@@ -435,6 +436,8 @@ void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
 void rvfi_rndv_progress(struct rvfi_ep *ep);
 struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip);
 void rvfi_rndv_cleanup(struct rvfi_ep *ep);
+void rvfi_rndv_peer_failed(struct rvfi_ep *ep, struct rvfi_peer *p);
+uint64_t rvfi_now_ms(void);
 
 /* progress.c */
 void rvfi_progress(struct rvfi_domain *dom);

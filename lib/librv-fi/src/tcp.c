@@ -318,14 +318,25 @@ void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p)
 	}
 }
 
+/*
+ * The outgoing connection broke (or the peer closed it: it exited).
+ * Frames not written fail their sends, and so do rendezvous sends still
+ * waiting for a CTS: it would come from a peer that is gone.  A close with
+ * nothing pending is the normal end of a peer and not worth a warning.
+ */
 static void peer_fail(struct rvfi_ep *ep, struct rvfi_peer *p, int err)
 {
 	char ip[INET_ADDRSTRLEN];
 
 	inet_ntop(AF_INET, &p->addr.ip, ip, sizeof(ip));
-	RVFI_WARN("connection to %s:%u: %s\n", ip, ntohs(p->addr.port),
-		  strerror(err));
+	if (rvfi_list_empty(&p->txq) && rvfi_list_empty(&p->rndv_sends))
+		RVFI_INFO("connection to %s:%u closed: %s\n", ip,
+			  ntohs(p->addr.port), strerror(err));
+	else
+		RVFI_WARN("connection to %s:%u: %s, failing its sends\n", ip,
+			  ntohs(p->addr.port), strerror(err));
 	rvfi_peer_close(ep, p);
+	rvfi_rndv_peer_failed(ep, p);
 }
 
 /* Writes queued frames, several per sendmsg(), until EAGAIN. */
