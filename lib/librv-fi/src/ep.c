@@ -18,7 +18,7 @@
 
 #include "rvfi.h"
 
-/* ---- peers ------------------------------------------------------------------ */
+/* ---- peers --------------------------------------------------------------- */
 
 struct rvfi_peer *rvfi_peer_get(struct rvfi_ep *ep, const struct rvfi_addr *a)
 {
@@ -86,7 +86,7 @@ fi_addr_t rvfi_peer_fiaddr(struct rvfi_ep *ep, struct rvfi_peer *p)
 	return p->src;
 }
 
-/* ---- completions ---------------------------------------------------------------- */
+/* ---- completions --------------------------------------------------------- */
 
 void rvfi_op_free(struct rvfi_op *op)
 {
@@ -127,7 +127,7 @@ void rvfi_complete_err(struct rvfi_op *op, int err, size_t olen)
 	rvfi_op_free(op);
 }
 
-/* ---- fi_ops_ep --------------------------------------------------------------- */
+/* ---- fi_ops_ep ----------------------------------------------------------- */
 
 static ssize_t ep_cancel(fid_t fid, void *context)
 {
@@ -200,7 +200,7 @@ static struct fi_ops_ep ep_ops = {
 	.tx_size_left = ep_size_left,
 };
 
-/* ---- fi_ops_cm ------------------------------------------------------------------ */
+/* ---- fi_ops_cm ----------------------------------------------------------- */
 
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
@@ -232,7 +232,7 @@ static struct fi_ops_cm ep_cm_ops = {
 	.join = rvfi_no_join,
 };
 
-/* ---- fi_ops ------------------------------------------------------------------------ */
+/* ---- fi_ops -------------------------------------------------------------- */
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
@@ -423,7 +423,7 @@ static struct fi_ops ep_fi_ops = {
 	.ops_set = rvfi_no_ops_set,
 };
 
-/* ---- open ---------------------------------------------------------------------------- */
+/* ---- open ---------------------------------------------------------------- */
 
 /* Joins the job on the domain's device: a slot, the event ring. */
 static int ep_attach(struct rvfi_ep *ep)

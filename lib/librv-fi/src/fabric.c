@@ -197,7 +197,7 @@ int rvfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	return 0;
 }
 
-/* ---- fabric ---------------------------------------------------------------- */
+/* ---- fabric -------------------------------------------------------------- */
 
 static int fabric_close(struct fid *fid)
 {

@@ -13,7 +13,7 @@
 
 #include "rvfi.h"
 
-/* ---- sends --------------------------------------------------------------------- */
+/* ---- sends --------------------------------------------------------------- */
 
 static ssize_t do_send(struct rvfi_ep *ep, const void *buf, size_t len,
 		       fi_addr_t dest, uint64_t tag, uint64_t data,
@@ -197,7 +197,7 @@ static ssize_t tag_injectdata(struct fid_ep *fid, const void *buf, size_t len,
 		       true, NULL, true);
 }
 
-/* ---- matching ------------------------------------------------------------------------ */
+/* ---- matching ------------------------------------------------------------ */
 
 static bool matches(const struct rvfi_op *op, bool tagged,
 		    struct rvfi_peer *from, uint64_t tag)

@@ -41,7 +41,7 @@ uint64_t rvfi_now_ms(void)
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
-/* ---- rv connections ----------------------------------------------------------- */
+/* ---- rv connections ------------------------------------------------------ */
 
 struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip)
 {
@@ -108,7 +108,7 @@ static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n, bool retry)
 	       n->state == RV_CONN_STATE_CONNECTING;
 }
 
-/* ---- sender ------------------------------------------------------------------- */
+/* ---- sender -------------------------------------------------------------- */
 
 int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 {
@@ -234,7 +234,7 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 	post_write(ep, op);
 }
 
-/* ---- receiver ------------------------------------------------------------------ */
+/* ---- receiver ------------------------------------------------------------ */
 
 static bool token_take(struct rvfi_ep *ep, struct rvfi_op *op)
 {
@@ -352,7 +352,7 @@ void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
 	recv_done(ep, op);
 }
 
-/* ---- rv's event ring ------------------------------------------------------------ */
+/* ---- rv's event ring ----------------------------------------------------- */
 
 static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 {

@@ -54,7 +54,7 @@ extern struct fi_provider rvfi_prov;
 
 /* fabric.h brings container_of() */
 
-/* ---- a minimal intrusive list ------------------------------------------ */
+/* ---- a minimal intrusive list -------------------------------------------- */
 
 struct rvfi_list {
 	struct rvfi_list *next, *prev;
@@ -89,7 +89,7 @@ static inline void rvfi_list_del(struct rvfi_list *n)
 	for (pos = (head)->next, tmp = pos->next; pos != (head); \
 	     pos = tmp, tmp = pos->next)
 
-/* ---- the endpoint address (fi_getname) ---------------------------------- */
+/* ---- the endpoint address (fi_getname) ----------------------------------- */
 
 /*
  * What a peer needs to reach an endpoint: the node's IPv4 address (rv's
@@ -199,7 +199,7 @@ void rvfi_cq_push_err(struct rvfi_cq *cq, void *ctx, uint64_t flags,
 		      size_t len, void *buf, uint64_t data, uint64_t tag,
 		      size_t olen, int err, int prov_errno, fi_addr_t src);
 
-/* ---- wire ------------------------------------------------------------------ */
+/* ---- wire ---------------------------------------------------------------- */
 
 enum rvfi_wire_op {
 	RVFI_OP_HELLO = 1,	/* payload: the sender's struct rvfi_addr */
@@ -233,7 +233,7 @@ struct rvfi_hdr {
 	uint32_t rsvd2;
 };
 
-/* ---- operations ------------------------------------------------------------ */
+/* ---- operations ---------------------------------------------------------- */
 
 enum rvfi_op_kind { RVFI_SEND, RVFI_RECV };
 
@@ -287,7 +287,7 @@ struct rvfi_unexp {
 	struct rvfi_peer *from;
 };
 
-/* ---- TCP ------------------------------------------------------------------- */
+/* ---- TCP ----------------------------------------------------------------- */
 
 /* Something in the domain's epoll set; the tag says which struct. */
 enum rvfi_pollkind { RVFI_PK_LISTEN, RVFI_PK_OUT, RVFI_PK_IN, RVFI_PK_RV };
@@ -356,7 +356,7 @@ struct rvfi_inconn {
 	struct rvfi_big *big;		/* a payload larger than @rbuf */
 };
 
-/* ---- endpoint ---------------------------------------------------------------- */
+/* ---- endpoint ------------------------------------------------------------ */
 
 struct rvfi_ep {
 	struct fid_ep ep;

@@ -129,7 +129,7 @@ int rvfi_no_join(struct fid_ep *e UNUSED, const void *a UNUSED,
 	return -FI_ENOSYS;
 }
 
-/* ---- RMA ------------------------------------------------------------------ */
+/* ---- RMA ----------------------------------------------------------------- */
 
 static ssize_t no_read(struct fid_ep *e UNUSED, void *b UNUSED,
 		       size_t l UNUSED, void *d UNUSED, fi_addr_t s UNUSED,
@@ -202,7 +202,7 @@ struct fi_ops_rma rvfi_no_rma_ops = {
 	.injectdata = no_injectdata,
 };
 
-/* ---- atomics ---------------------------------------------------------------- */
+/* ---- atomics ------------------------------------------------------------- */
 
 static ssize_t no_awrite(struct fid_ep *e UNUSED, const void *b UNUSED,
 			 size_t n UNUSED, void *d UNUSED, fi_addr_t a UNUSED,
@@ -319,7 +319,7 @@ struct fi_ops_atomic rvfi_no_atomic_ops = {
 	.compwritevalid = no_avalid,
 };
 
-/* ---- collectives -------------------------------------------------------------- */
+/* ---- collectives --------------------------------------------------------- */
 
 static ssize_t no_barrier(struct fid_ep *e UNUSED, fi_addr_t a UNUSED,
 			  void *c UNUSED)

@@ -39,7 +39,7 @@ struct rvfi_rbuf {
 	char data[RVFI_RBUF];
 };
 
-/* ---- wire byte order ------------------------------------------------------ */
+/* ---- wire byte order ----------------------------------------------------- */
 
 static void hdr_swap(struct rvfi_hdr *w, const struct rvfi_hdr *h, bool out)
 {
@@ -69,7 +69,7 @@ static bool has_payload(uint8_t op)
 	       op == RVFI_OP_RDATA;
 }
 
-/* ---- listener --------------------------------------------------------------- */
+/* ---- listener ------------------------------------------------------------ */
 
 int rvfi_tcp_listen(struct rvfi_ep *ep)
 {
@@ -146,7 +146,7 @@ static void do_accept(struct rvfi_ep *ep)
 	}
 }
 
-/* ---- incoming frames ------------------------------------------------------------ */
+/* ---- incoming frames ----------------------------------------------------- */
 
 /* A frame whose payload does not fit in what was read is gathered here. */
 struct rvfi_big {
@@ -288,7 +288,7 @@ close:
 	rvfi_inconn_close(ep, c);
 }
 
-/* ---- outgoing frames --------------------------------------------------------------- */
+/* ---- outgoing frames ----------------------------------------------------- */
 
 static void txf_free(struct rvfi_txf *f)
 {
@@ -489,7 +489,7 @@ int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
 	return 0;
 }
 
-/* ---- epoll events ----------------------------------------------------------------- */
+/* ---- epoll events -------------------------------------------------------- */
 
 static void out_event(struct rvfi_ep *ep, struct rvfi_peer *p, uint32_t ev)
 {

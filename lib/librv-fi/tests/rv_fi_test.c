@@ -62,7 +62,7 @@ static fi_addr_t peer, fake;		/* fake: an address nobody uses */
 static char *sbuf, *rbuf;
 static size_t threshold = 16384;
 
-/* ---- TAP ------------------------------------------------------------------ */
+/* ---- TAP ----------------------------------------------------------------- */
 
 static void diag(const char *fmt, ...)
 {
@@ -108,7 +108,7 @@ static uint64_t now_ms(void)
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
-/* ---- control connection ------------------------------------------------------- */
+/* ---- control connection -------------------------------------------------- */
 
 static void ctl_write(const void *p, size_t n)
 {
@@ -196,7 +196,7 @@ static void ctl_connect(const char *host, const char *port)
 	setsockopt(ctl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* ---- libfabric set-up ------------------------------------------------------------ */
+/* ---- libfabric set-up ---------------------------------------------------- */
 
 static void setup(void)
 {
@@ -264,7 +264,7 @@ static void setup(void)
 		threshold = strtoull(getenv("FI_RV_RNDV_THRESHOLD"), NULL, 0);
 }
 
-/* ---- helpers ----------------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------- */
 
 static uint8_t pat(uint64_t seed, size_t i)
 {
@@ -380,7 +380,7 @@ static bool rv_counters(uint64_t *writes, uint64_t *recvs)
 	return found;
 }
 
-/* ---- the cases --------------------------------------------------------------------- */
+/* ---- the cases ----------------------------------------------------------- */
 
 /* B sends three tags; A receives them out of order with ignore bits. */
 static void t_tagged_ignore(void)
