@@ -63,6 +63,13 @@ if [[ $PROV == rv && ! -f $FI_DIR/librv-fi.so ]]; then
 	tap_end
 	exit
 fi
+if [[ $PROV == rv && ! -c /dev/rv ]]; then
+	# The provider would answer fi_getinfo with -FI_ENODATA and Open
+	# MPI would only say "PML cm cannot be selected".
+	tap_fail mpi-rv-loaded "no /dev/rv: rv.ko not loaded"
+	tap_end
+	exit
+fi
 tap_diag "provider $PROV, $PPN ranks per node, $RV_NODES nodes: rv_mpi_bench $BENCH_ARGS"
 
 tap_diag "$(date +%T) ssh setup"
