@@ -11,8 +11,10 @@
 # Builds Linux 6.1 from Debian's linux-source-6.1 tarball with
 # "make tinyconfig" + debug-kernel.config (next to this script): the few
 # drivers the VMs need built in, plus KASAN, lockdep, kmemleak, fault
-# injection and UBSAN.  The result is cached outside the repo, keyed by the
-# fragment, the source package and the compiler:
+# injection and UBSAN.  The debug-kernel-*.patch files next to it are
+# applied first: fixes for driver bugs that the sanitizers would report
+# in every run (each says why).  The result is cached outside the repo,
+# keyed by the fragment, the patches, the source package and the compiler:
 #
 #   ${RV_DEBUG_KERNEL_CACHE:-/var/cache/rv-debug-kernel}/<key>/
 #     bzImage          the kernel (rv-vm --kernel / run_tests.sh -k)
@@ -64,14 +66,18 @@ shift $((OPTIND - 1))
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || die "bad RV_DEBUG_KERNEL_JOBS=$jobs"
 
 # Cache key: what decides the kernel's bits.  The source package version
-# (or, for a tarball from elsewhere, its size and mtime), the fragment and
-# the compiler (out-of-tree modules must be built with the same one).
+# (or, for a tarball from elsewhere, its size and mtime), the fragment, the
+# patches and the compiler (out-of-tree modules must be built with the same
+# one).
+patches=("$here"/debug-kernel-*.patch)
+[[ -e ${patches[0]} ]] || patches=()
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || true)
 key=$( {
 	echo "recipe $recipe"
 	echo "source $srcver $(stat -c '%s %Y' "$tarball")"
 	gcc --version | head -n1
 	cat "$fragment"
+	[[ ${#patches[@]} -eq 0 ]] || cat "${patches[@]}"
 } | sha1sum | cut -c1-16)
 dir=$cache/$key
 
@@ -117,6 +123,11 @@ lowprio() {
 lowprio tar -xJf "$tarball" -C "$dir"
 mv "$dir/linux-source-6.1" "$dir/linux"
 src=$dir/linux
+for p in "${patches[@]}"; do
+	echo "build-debug-kernel: applying ${p##*/}" >&3
+	patch -d "$src" -p1 --forward --batch <"$p" >&3 2>&1 ||
+		die "${p##*/} does not apply"
+done
 kmake() {
 	lowprio make -C "$src" ARCH=x86_64 -j"$jobs" "$@"
 }
