@@ -392,6 +392,12 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 		for (i = 0; i < n; i++)
 			on_event(ep, &evs[i]);
 	} while (n == 64);
+	/* A lost event is a message that never completes: say so. */
+	if (rv_ring_overflows(ep->rv) != ep->ring_overflows) {
+		ep->ring_overflows = rv_ring_overflows(ep->rv);
+		RVFI_WARN("rv event ring overflowed (%llu events lost so far)\n",
+			  (unsigned long long)ep->ring_overflows);
+	}
 
 	if (rvfi_list_empty(&ep->write_pending))
 		return;

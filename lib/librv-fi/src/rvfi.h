@@ -395,6 +395,7 @@ struct rvfi_ep {
 	struct rvfi_op **tokens;
 	uint32_t ntokens, token_seq, token_user_mask;
 	uint64_t next_msg_id;
+	uint64_t ring_overflows;	/* last rv_ring_overflows() seen */
 
 	/* provider counters, for tests and FI_LOG */
 	uint64_t n_eager_tx, n_rndv_tx, n_rdata_tx, n_eager_rx, n_rndv_rx;
