@@ -29,7 +29,9 @@
 # default "-w 32 -b 32M -l 4M -n 100 -W 2"), BENCH_MPI_REPEAT (default 2),
 # BENCH_MPI_PROVIDERS (default "rv verbs;ofi_rxm": the first is the one
 # measured, the second the reference), BENCH_OUT (default
-# build/vm/bench-mpi/<time>), FI_RV_RNDV_THRESHOLD (passed on).
+# build/vm/bench-mpi/<time>), FI_RV_RNDV_THRESHOLD (passed on), RV_FI_DIR
+# (the provider's directory, default lib/librv-fi; rv-vm's --rv-ko picks
+# the module).
 #
 # Units: MB/s = 10^6 bytes/s, measured by the sending rank from posting a
 # window of nonblocking sends to the receiver's acknowledgement;
@@ -73,7 +75,7 @@ guest() {
 	if [[ $RV_NODE -eq 0 ]]; then
 		# See mpi.sh: ofi_rxm's CQs for 256 peers exceed rxe's.
 		export FI_UNIVERSE_SIZE=16
-		export FI_PROVIDER_PATH=$RV_REPO/lib/librv-fi
+		export FI_PROVIDER_PATH=${RV_FI_DIR:-$RV_REPO/lib/librv-fi}
 		local envs=(-x FI_UNIVERSE_SIZE -x FI_PROVIDER_PATH)
 		[[ -n ${FI_RV_RNDV_THRESHOLD:-} ]] && envs+=(-x FI_RV_RNDV_THRESHOLD)
 		# run NAME PPN PROVIDER BENCH-ARGS...
@@ -201,7 +203,14 @@ q=$(printf '%q ' "BENCH_MPI_SIZES=$SIZES" "BENCH_MPI_ARGS=$ARGS" \
 	"BENCH_MPI_REPEAT=$REPEAT" "BENCH_MPI_PROVIDERS=$PROVIDERS")
 [[ -n ${FI_RV_RNDV_THRESHOLD:-} ]] &&
 	q+=$(printf '%q ' "FI_RV_RNDV_THRESHOLD=$FI_RV_RNDV_THRESHOLD")
-"$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" "$@" -- \
+[[ -n ${RV_FI_DIR:-} ]] && q+=$(printf '%q ' "RV_FI_DIR=$RV_FI_DIR")
+# ack_timeout=19 (~2.1 s; an rv-vm --rv-args of the caller replaces it):
+# rv's default (15, ~134 ms) is too short for guests that a busy 2-core
+# host stalls (QPs fail with RETRY_EXC_ERR, see mpi.sh), and the QPs
+# ofi_rxm opens through rdma_cm get 19 on RoCE (cm_ack_timeout() of the
+# packet lifetime rdma_cm sets for RoCE, 18): the same retry budget.
+"$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
+	--rv-args ack_timeout=19 "$@" -- \
 	"$q $here/bench-mpi.sh" || rc=$?
 cp "$out/vm/node0.out" "$out/node0.out" 2>/dev/null || true
 
@@ -260,10 +269,10 @@ join -a1 -a2 -e - -o 0,1.2,2.2,1.3,2.3,1.4,2.4 "$out/rv.dat" "$out/ref.dat" |
 } | tee "$out/summary.txt"
 
 if command -v gnuplot >/dev/null && [[ -s $out/bw.dat ]]; then
-	xtics=$(awk '{ b = $1; u = ""
+	xtics=$(awk -v lines="$(wc -l <"$out/bw.dat")" '{ b = $1; u = ""
 		       if (b >= 1048576 && b % 1048576 == 0) { b /= 1048576; u = "M" }
 		       else if (b >= 1024 && b % 1024 == 0) { b /= 1024; u = "K" }
-		       if (NR % 2 == 1 || NR == 1)
+		       if (lines <= 13 || NR % 2 == 1)
 			       printf "%s\"%d%s\" %d", (n++ ? ", " : ""), b, u, $1 }' \
 		"$out/bw.dat")
 	gnuplot <<EOF || rc=1
