@@ -639,26 +639,53 @@ out_unlock:
 		rv_cm_start_attempt(qp);
 }
 
+/* Whether @ibqp is in the error state; false when it cannot say. */
+static bool rv_cm_qp_in_error(struct ib_qp *ibqp)
+{
+	struct ib_qp_init_attr init_attr;
+	struct ib_qp_attr attr;
+
+	if (ib_query_qp(ibqp, &attr, IB_QP_STATE, &init_attr))
+		return false;
+	return attr.qp_state == IB_QPS_ERR;
+}
+
 /*
  * A QP in the error state stays "connected" for the CM: fail its id (the
  * client reconnects) unless it was replaced already.
+ *
+ * A QP can also reach the error state with nothing but flushes to show
+ * for it: rxe's responder moves it there after NAKing a bad request (the
+ * error completion is the peer's), and then every receive, write and
+ * heartbeat on it is flushed.  A flush is routine for a QP being replaced,
+ * so the current QP is asked for its state before it is failed.
  */
 static void rv_cm_fault_work(struct work_struct *work)
 {
 	struct rv_conn_qp *qp = container_of(work, struct rv_conn_qp,
 					     fault_work);
 	struct rv_conn *conn = qp->conn;
+	const char *cause = NULL;
+	bool flushed;
 
 	mutex_lock(&conn->lock);
-	if (!conn->dead && qp->cm_id && !qp->dead_id &&
-	    qp->cm_id->qp == READ_ONCE(qp->fault_qp)) {
-		pr_warn_ratelimited("job%u conn%u qp%u: QP %u failed (%s), replacing it\n",
-				    conn->job->id, conn->id, qp->index,
-				    qp->cm_id->qp->qp_num,
-				    READ_ONCE(qp->fault_cause));
-		atomic64_inc(&conn->qp_errors);
-		rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
-	}
+	flushed = READ_ONCE(qp->flush_seen);
+	WRITE_ONCE(qp->flush_seen, false);
+	if (conn->dead || !qp->cm_id || qp->dead_id || !qp->cm_id->qp)
+		goto out_unlock;
+	if (qp->cm_id->qp == READ_ONCE(qp->fault_qp))
+		cause = READ_ONCE(qp->fault_cause);
+	else if (flushed && qp->state == RV_QP_CONNECTED &&
+		 rv_cm_qp_in_error(qp->cm_id->qp))
+		cause = "in the error state, completions flushed";
+	if (!cause)
+		goto out_unlock;
+	pr_warn_ratelimited("job%u conn%u qp%u: QP %u failed (%s), replacing it\n",
+			    conn->job->id, conn->id, qp->index,
+			    qp->cm_id->qp->qp_num, cause);
+	atomic64_inc(&conn->qp_errors);
+	rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
+out_unlock:
 	mutex_unlock(&conn->lock);
 }
 
@@ -672,6 +699,18 @@ void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
 	WRITE_ONCE(qp->fault_cause, cause);
 	WRITE_ONCE(qp->broken, true);
 	WRITE_ONCE(qp->fault_qp, ibqp);
+	queue_work(rv_cm_wq, &qp->fault_work);
+}
+
+/*
+ * A completion of @qp was flushed: have the work check whether the current
+ * QP went to the error state unnoticed.  Any context.
+ */
+void rv_cm_qp_flushed(struct rv_conn_qp *qp)
+{
+	if (READ_ONCE(qp->flush_seen))
+		return;
+	WRITE_ONCE(qp->flush_seen, true);
 	queue_work(rv_cm_wq, &qp->fault_work);
 }
 

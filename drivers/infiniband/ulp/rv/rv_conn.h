@@ -115,6 +115,9 @@ struct rv_drain {
  * @fault_qp: the ib_qp that failed, compared (never dereferenced) with
  *	the current one by @fault_work
  * @fault_cause: static text naming the first failure, for the log line
+ * @flush_seen: a completion of the QP was flushed; set without a lock
+ *	from completion context, tested and cleared by @fault_work, which
+ *	asks the current QP whether it is in the error state
  *
  * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
  * for a drain marker, one for a heartbeat; its receive queue @depth + 1.
@@ -143,6 +146,7 @@ struct rv_conn_qp {
 	struct work_struct fault_work;
 	struct ib_qp *fault_qp;
 	const char *fault_cause;
+	bool flush_seen;
 };
 
 /**
@@ -359,6 +363,7 @@ void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id);
 void rv_cm_qp_break(struct rv_conn_qp *qp);
 void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
 		    const char *cause);
+void rv_cm_qp_flushed(struct rv_conn_qp *qp);
 
 #define rv_conn_dbg(conn, fmt, ...) do {				\
 	const struct rv_conn *__conn = (conn);				\

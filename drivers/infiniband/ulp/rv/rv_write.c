@@ -125,6 +125,8 @@ static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			rv_cm_qp_fault(ctx->qp, wc->qp,
 				       ib_wc_status_msg(wc->status));
+		else
+			rv_cm_qp_flushed(ctx->qp);
 	}
 	if (atomic_dec_and_test(&ctx->pending))
 		rv_write_finish(ctx);
@@ -181,6 +183,8 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			atomic64_inc(&conn->recv_errors);
 			rv_cm_qp_fault(qp, wc->qp,
 				       ib_wc_status_msg(wc->status));
+		} else {
+			rv_cm_qp_flushed(qp);
 		}
 		return;
 	}
@@ -225,6 +229,8 @@ static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 		WRITE_ONCE(qp->last_activity, jiffies);
 	else if (wc->status != IB_WC_WR_FLUSH_ERR)	/* the path is dead */
 		rv_cm_qp_fault(qp, wc->qp, ib_wc_status_msg(wc->status));
+	else
+		rv_cm_qp_flushed(qp);
 }
 
 /*
