@@ -18,7 +18,7 @@
 # with rv_retry.
 
 set -uo pipefail
-# shellcheck source=tap.sh
+# shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
@@ -44,6 +44,7 @@ fi
 # ---- fi_info ----------------------------------------------------------------
 out=$(timeout 60 fi_info -p rv 2>&1)
 rc=$?
+# shellcheck disable=SC2001
 sed 's/^/# /' <<<"$out" | head -30
 if [[ $rc -eq 0 ]] && grep -q 'provider: rv' <<<"$out" &&
 	grep -q 'FI_EP_RDM' <<<"$out"; then
@@ -102,6 +103,7 @@ pingpong() {
 		out=$(rv_retry 10 3 timeout 300 fi_pingpong -p rv -e rdm "$@" \
 			"$server_ip" 2>&1) || rc=$?
 	fi
+	# shellcheck disable=SC2001
 	sed 's/^/# /' <<<"$out" | tail -25
 	if [[ $rc -eq 0 ]] && grep -Eq '^[[:space:]]*[0-9]+[kmg]?[[:space:]]+[0-9]+' <<<"$out"; then
 		tap_ok "pingpong-$name"
