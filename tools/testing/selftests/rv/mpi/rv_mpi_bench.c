@@ -78,6 +78,7 @@ struct opts {
 	int corrupt;			/* -X: checker self-test */
 	unsigned int hold;		/* -H: seconds before MPI_Finalize */
 	int no_lat, no_bw;
+	size_t lat_max;			/* -x: latency only up to this size */
 };
 
 /* One pair's results for one size; gathered on rank 0. */
@@ -214,6 +215,7 @@ static void usage(FILE *f)
 		"            per size (default 200)\n"
 		"  -W N      untimed latency warm-up iterations (default 2)\n"
 		"  -L        no latency test    -B  no bandwidth test\n"
+		"  -x SIZE   latency test only up to SIZE (a short run)\n"
 		"  -A        also pair ranks on the same node\n"
 		"  -1        first round of pairs only\n"
 		"  -X        corrupt one byte of the last message of each\n"
@@ -232,8 +234,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .min_size = 1, .max_size = 16 << 20, .factor = 4,
 			    .window = 32, .max_iters = 200,
 			    .lat_bytes = 4 << 20, .bw_bytes = 32 << 20,
-			    .warmup = 2 };
-	while ((c = getopt(argc, argv, "m:M:f:w:b:l:n:W:LBA1XH:h")) != -1) {
+			    .warmup = 2, .lat_max = SIZE_MAX };
+	while ((c = getopt(argc, argv, "m:M:f:w:b:l:n:W:x:LBA1XH:h")) != -1) {
 		switch (c) {
 		case 'm': o->min_size = parse_size(optarg); break;
 		case 'M': o->max_size = parse_size(optarg); break;
@@ -244,6 +246,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case 'n': o->max_iters = (unsigned int)parse_size(optarg); break;
 		case 'W': o->warmup = (unsigned int)parse_size(optarg); break;
 		case 'L': o->no_lat = 1; break;
+		case 'x': o->lat_max = parse_size(optarg); break;
 		case 'B': o->no_bw = 1; break;
 		case 'A': o->intra_node = 1; break;
 		case '1': o->first_round_only = 1; break;
@@ -539,7 +542,7 @@ int main(int argc, char **argv)
 			/* Pairs of a round run each size at the same time. */
 			MPI_Barrier(MPI_COMM_WORLD);
 			if (peer >= 0) {
-				if (!o.no_lat)
+				if (!o.no_lat && s <= o.lat_max)
 					run_lat(&o, peer, s, buf, &res);
 				if (!o.no_bw)
 					run_bw(&o, peer, s, buf, reqs, &res);
@@ -560,9 +563,14 @@ int main(int argc, char **argv)
 
 					if (!x->active)
 						continue;
-					printf("%10zu %6d %10.2f %10.2f %7d %10.2f",
-					       s, x->lat_iters, x->lat_us,
-					       x->lat_min_us, x->bw_msgs,
+					if (x->lat_iters)
+						printf("%10zu %6d %10.2f %10.2f",
+						       s, x->lat_iters, x->lat_us,
+						       x->lat_min_us);
+					else
+						printf("%10zu %6s %10s %10s", s,
+						       "-", "-", "-");
+					printf(" %7d %10.2f", x->bw_msgs,
 					       x->bw_mbs);
 					if (first)
 						printf(" %10.2f", sum);
