@@ -271,6 +271,9 @@ int rvfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	fab->fab.fid.context = context;
 	fab->fab.fid.ops = &fabric_fi_ops;
 	fab->fab.ops = &fabric_ops;
+	/* libfabric sets it too; the CQ's error entry size depends on it. */
+	fab->fab.api_version = attr && attr->api_version ? attr->api_version :
+			       RVFI_FI_VERSION;
 	*fabric = &fab->fab;
 	return 0;
 }

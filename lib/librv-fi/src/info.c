@@ -276,7 +276,8 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->fabric_attr->name = strdup(RVFI_NAME);
 	fi->fabric_attr->prov_name = strdup(RVFI_NAME);
 	fi->fabric_attr->prov_version = RVFI_PROV_VERSION;
-	fi->fabric_attr->api_version = RVFI_FI_VERSION;
+	/* The caller's version: fi_cq_readerr() sizes its entry by it. */
+	fi->fabric_attr->api_version = version;
 	if (!fi->domain_attr->name || !fi->fabric_attr->name ||
 	    !fi->fabric_attr->prov_name) {
 		fi_freeinfo(fi);
