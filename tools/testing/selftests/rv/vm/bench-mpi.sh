@@ -26,7 +26,7 @@
 #
 # Environment: BENCH_MPI_SIZES ("MIN MAX FACTOR", default "1 16M 2"),
 # BENCH_MPI_ARGS (more rv_mpi_bench options for the bandwidth runs,
-# default "-w 32 -b 32M -l 4M -n 100 -W 2"), BENCH_MPI_REPEAT (default 2),
+# default "-w 32 -b 32M -l 4M -n 100 -W 1"), BENCH_MPI_REPEAT (default 2),
 # BENCH_MPI_PROVIDERS (default "rv verbs;ofi_rxm": the first is the one
 # measured, the second the reference), BENCH_OUT (default
 # build/vm/bench-mpi/<time>), FI_RV_RNDV_THRESHOLD (passed on), RV_FI_DIR
@@ -43,7 +43,7 @@
 set -uo pipefail
 
 SIZES=${BENCH_MPI_SIZES:-1 16M 2}
-ARGS=${BENCH_MPI_ARGS:--w 32 -b 32M -l 4M -n 100 -W 2}
+ARGS=${BENCH_MPI_ARGS:--w 32 -b 32M -l 4M -n 100 -W 1}
 REPEAT=${BENCH_MPI_REPEAT:-2}
 PROVIDERS=${BENCH_MPI_PROVIDERS:-rv verbs;ofi_rxm}
 # The QP-count runs: every cross-node pair, a few messages above any

@@ -172,10 +172,11 @@ kill "$rvstat_pid" "$qps_pid" 2>/dev/null
 wait "$rvstat_pid" "$qps_pid" 2>/dev/null
 
 # This node's view of the run, from the samples, as "key value" lines:
-# qps_rc_max (RC QPs of rdma res, GSI excluded), and from the last rvstat
-# sample that still had the job: jobs, slots, conns, qps (sum of the
-# connections' num_conn), num_conn, writes_completed, writes_failed,
-# bytes_posted (what rv sent from this node), bytes_received.
+# qps_rc_max (RC QPs of rdma res, GSI excluded), and the largest value
+# over the rvstat samples that had the job of: jobs, slots, conns, qps
+# (sum of the connections' num_conn), num_conn, writes_completed,
+# writes_failed, bytes_posted (what rv sent from this node),
+# bytes_received (rv counts the last segment of a split write only).
 summary=$RV_OUT/mpi.$tag.summary
 python3 - "$RV_OUT/rvstat.$tag.jsonl" "$RV_OUT/qps.$tag.jsonl" >"$summary" <<'EOF'
 import json, sys
@@ -194,25 +195,31 @@ for d in docs(sys.argv[2]):
     n = sum(1 for q in d if isinstance(q, dict) and q.get("type") == "RC")
     qmax = max(qmax, n)
 print("qps_rc_max", qmax)
-last = None
+# Maxima over the samples: the counters only grow while the job lives,
+# and the first and last samples catch processes attaching or leaving.
+best = {}
 for d in docs(sys.argv[1]):
-    if isinstance(d, dict) and d.get("jobs"):
-        last = d
-if last is None:
-    print("rv_samples 0")
-    sys.exit(0)
-print("rv_samples 1")
-jobs, conns = last["jobs"], last["connections"]
-print("jobs", len(jobs))
-print("slots", sum(j["slots_used"] for j in jobs))
-print("num_conn", max(j["num_conn"] for j in jobs))
-print("conns", len(conns))
-print("remotes", len({c["remote"].rsplit(":", 1)[0] for c in conns}))
-print("qps", sum(c["num_conn"] for c in conns))
-print("qps_connected", sum(c["connected"] for c in conns))
-for k in ("writes_completed", "writes_failed", "bytes_posted",
-          "bytes_received", "recvs", "drops_no_slot", "drops_ring_full"):
-    print(k, sum(c[k] for c in conns))
+    if not isinstance(d, dict) or not d.get("jobs"):
+        continue
+    jobs, conns = d["jobs"], d["connections"]
+    v = {
+        "jobs": len(jobs),
+        "slots": sum(j["slots_used"] for j in jobs),
+        "num_conn": max(j["num_conn"] for j in jobs),
+        "conns": len(conns),
+        "remotes": len({c["remote"].rsplit(":", 1)[0] for c in conns}),
+        "qps": sum(c["num_conn"] for c in conns),
+        "qps_connected": sum(c["connected"] for c in conns),
+        "generation": max([c["generation"] for c in conns] or [0]),
+    }
+    for k in ("writes_completed", "writes_failed", "bytes_posted",
+              "bytes_received", "recvs", "drops_no_slot", "drops_ring_full"):
+        v[k] = sum(c[k] for c in conns)
+    for k, x in v.items():
+        best[k] = max(best.get(k, 0), x)
+print("rv_samples", 1 if best else 0)
+for k, x in best.items():
+    print(k, x)
 EOF
 tap_diag "node$RV_NODE, $PROV, $(date +%T):"
 sed 's/^/# /' "$summary"
@@ -233,12 +240,16 @@ if [[ $PROV == rv ]]; then
 	fi
 	nc=$(val num_conn)
 	want=$((nc * (RV_NODES - 1)))
+	# rdma's list is the independent witness: no QP per rank pair.  A
+	# QP that rv replaced (generation > 1) may briefly be listed next
+	# to its successor.
+	nrc=$(val qps_rc_max)
 	if [[ $nc -gt 0 && $(val remotes) -eq $((RV_NODES - 1)) &&
-	      $(val conns) -eq $((RV_NODES - 1)) && $(val qps) -eq $want &&
-	      $(val qps_rc_max) -eq $want ]]; then
+	      $(val conns) -eq $((RV_NODES - 1)) && $(val qps) -eq $want ]] &&
+	   ((nrc == want || (nrc > want && nrc <= 2 * want && $(val generation) > 1))); then
 		tap_ok rv-qps-shared
 	else
-		tap_fail rv-qps-shared "want $((RV_NODES - 1)) connection(s), $want QPs (num_conn $nc x $((RV_NODES - 1))) for $((PPN * PPN * (RV_NODES - 1))) cross-node rank pairs"
+		tap_fail rv-qps-shared "want $((RV_NODES - 1)) connection(s), $want QPs (num_conn $nc x $((RV_NODES - 1))) for $((PPN * PPN * (RV_NODES - 1))) cross-node rank pairs; rvstat: $(val conns) connection(s), $(val qps) QPs; rdma: $nrc RC QPs"
 	fi
 	# A write may fail when rxe gives up on a QP (transport retry
 	# counter exceeded: seen under TCG on a loaded host); rv replaces
