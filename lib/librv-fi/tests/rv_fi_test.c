@@ -521,7 +521,8 @@ static void t_misc(void)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
-	struct fi_context pctx;
+	struct fi_context pctx, cctx;
+	struct iovec riov = { rbuf, 200 };
 	struct iovec iov[2] = { { sbuf, 8 }, { sbuf + 8, 8 } };
 	struct fi_msg_tagged m = {
 		.msg_iov = iov, .iov_count = 2, .addr = peer, .tag = 1,
@@ -578,10 +579,21 @@ static void t_misc(void)
 		ret = wait_comp(rxcq, &e, NULL, &err);
 	result(ret == 0 && err.err == FI_ENOMSG, "peek-nomsg",
 	       "ret %d err %d", ret, ret ? 0 : err.err);
-	ret = trecv(rbuf, 200, peer, 0x99, 0, &e);
+	/* MPI_Improbe + MPI_Mrecv: FI_PEEK | FI_CLAIM, then FI_CLAIM. */
+	m.tag = 0x99;
+	m.context = &cctx;
+	ret = fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM);
+	if (!ret)
+		ret = wait_comp(rxcq, &e, NULL, &err);
+	result(ret == 1 && e.len == 200 && e.op_context == &cctx, "peek-claim",
+	       "ret %d len %zu", ret, e.len);
+	memset(rbuf, 0, 200);
+	m.msg_iov = &riov;
+	m.iov_count = 1;
+	ret = fi_trecvmsg(ep, &m, FI_CLAIM);
 	n = ret ? ret : fi_cq_sread(rxcq, &e, 1, NULL, WAIT_MS);
-	result(n == 1 && check(rbuf, 200, 99) < 0, "tinject-recv-sread",
-	       "ret %zd", n);
+	result(n == 1 && e.op_context == &cctx && check(rbuf, 200, 99) < 0,
+	       "claim-recv-sread", "ret %zd", n);
 	sync_peer();
 }
 
