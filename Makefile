@@ -38,17 +38,19 @@ DEBIAN_PACKAGES := \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
-	man-db util-linux gnuplot-nox
+	man-db util-linux gnuplot-nox \
+	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
+	openssh-server openssh-client
 
 KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
 .PHONY: all setup packages module module-clean librv selftests examples check lint \
 	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module \
-	check-debug install uninstall install-dkms check-man rvstat
+	check-debug install uninstall install-dkms check-man rvstat librv-fi
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
-all: module librv selftests examples rvstat
+all: module librv selftests examples rvstat librv-fi
 
 setup: packages
 	$(MAKE) all
@@ -75,6 +77,11 @@ librv:
 
 selftests: librv $(KSFT_DIR)/kselftest_harness.h
 	$(MAKE) -C $(SELFTESTS) KSFT_DIR=$(KSFT_DIR)
+	$(MAKE) -C $(SELFTESTS)/mpi
+
+# The libfabric provider "rv" (librv-fi.so) and its test rv_fi_test.
+librv-fi: librv
+	$(MAKE) -C lib/librv-fi
 
 # rv_rendezvous, the demo the "demo" test group runs between two VMs.
 examples: librv
@@ -107,7 +114,7 @@ RV_VERSION := $(shell sed -n 's/^VERSION *:= *//p' $(LIBRV)/Makefile 2>/dev/null
 LIBRV_DIRS := PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
 	MANDIR=$(MANDIR) DESTDIR=$(DESTDIR)
 
-install: module librv rvstat
+install: module librv rvstat librv-fi
 	$(INSTALL) -d $(DESTDIR)$(MODDIR) $(DESTDIR)$(UDEVRULESDIR) \
 		$(DESTDIR)$(MANDIR)/man7
 	$(INSTALL) -m 644 $(RV_KO) $(DESTDIR)$(MODDIR)/rv.ko
@@ -116,6 +123,8 @@ install: module librv rvstat
 	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) install
 	$(MAKE) -C tools/rvstat PREFIX=$(PREFIX) MANDIR=$(MANDIR) \
 		DESTDIR=$(DESTDIR) install
+	$(MAKE) -C lib/librv-fi PREFIX=$(PREFIX) MANDIR=$(MANDIR) DESTDIR=$(DESTDIR) \
+		install
 	$(if $(DESTDIR),,depmod -a $(KVER))
 
 uninstall:
@@ -124,6 +133,8 @@ uninstall:
 	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) uninstall
 	$(MAKE) -C tools/rvstat PREFIX=$(PREFIX) MANDIR=$(MANDIR) \
 		DESTDIR=$(DESTDIR) uninstall
+	$(MAKE) -C lib/librv-fi PREFIX=$(PREFIX) MANDIR=$(MANDIR) DESTDIR=$(DESTDIR) \
+		uninstall
 	$(if $(DESTDIR),,depmod -a $(KVER))
 
 # The sources dkms.conf builds, in their in-tree layout, under
@@ -141,11 +152,11 @@ install-dkms:
 
 # groff -ww on rv(7) (and mandoc -T lint when installed), then librv's pages.
 check-man:
-	@for m in man/rv.7 tools/rvstat/rvstat.8; do \
+	@for m in man/rv.7 tools/rvstat/rvstat.8 lib/librv-fi/man/fi_rv.7; do \
 		out=$$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z $$m 2>&1); \
 		if [ -n "$$out" ]; then echo "$$m: $$out"; exit 1; fi; \
 	done
-	@if command -v mandoc >/dev/null; then mandoc -T lint -W warning man/rv.7 tools/rvstat/rvstat.8; fi
+	@if command -v mandoc >/dev/null; then mandoc -T lint -W warning man/rv.7 tools/rvstat/rvstat.8 lib/librv-fi/man/fi_rv.7; fi
 	$(MAKE) -s -C $(LIBRV) check-man
 
 # ---- Debug kernel: KASAN, lockdep, kmemleak, fault injection, UBSAN -------
@@ -220,6 +231,7 @@ clean:
 	-$(MAKE) $(KBUILD_ARGS) clean
 	-$(MAKE) -C $(LIBRV) clean
 	-$(MAKE) -C $(SELFTESTS) clean
+	-$(MAKE) -C $(SELFTESTS)/mpi clean
 	-$(MAKE) -C examples clean
 	-$(MAKE) -C tools/rvstat clean
 	rm -rf $(BUILD)
