@@ -4,12 +4,13 @@
  * peer process on the other node while vm/reliability.sh breaks things
  * (SIGKILL, device removal, link down, peer module unload).
  *
- *   rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m MODE
+ *   rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] [-P PEER_NODE] -m MODE
  *               [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS]
- *               [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1
+ *               [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1 [IP2]
  *
- * The process attaches to job KEY, connects to the other node and
- * exchanges with process PEER_IDX (default IDX) there: it writes MSGS
+ * The process attaches to job KEY, connects to node PEER_NODE (default:
+ * the other one of two; IPi is node i's address) and exchanges with
+ * process PEER_IDX (default IDX) there: it writes MSGS
  * messages of SIZE bytes into the peer's receive buffer (-x s) and
  * receives as many from it (-x r); both by default.  Message i lands at
  * offset i * SIZE; the bytes are a keyed pattern of their position, so
@@ -71,12 +72,14 @@
 enum { ST_TODO, ST_INFLIGHT, ST_DONE };
 
 static const char *dir, *key, *mode = "clean", *xfer = "sr";
-static int node = -1, idx = -1, peer_idx = -1, want_slot = -1;
+static int node = -1, idx = -1, peer_node = -1, peer_idx = -1, want_slot = -1;
 static uint32_t nmsgs = 200, msg_size = 65536, conn_timeout_ms = 60000;
 static int expect_errno, timeout_s = 180;
 static uint32_t streaming_at;	/* completions before the marker */
 static bool repeat;		/* recover -R: rounds until <KEY>.stop */
-static struct in_addr ips[2];
+#define MAX_NODES	3
+static struct in_addr ips[MAX_NODES];
+static int nnodes;
 
 static struct rv *rv;
 static unsigned int slot_bits;
@@ -287,7 +290,7 @@ static int setup(void)
 		 (unsigned long long)my_seed, (int)getpid());
 	publish("info", text);
 
-	sin.sin_addr = ips[!node];
+	sin.sin_addr = ips[peer_node];
 	conn = rv_conn_create(rv, (struct sockaddr *)&sin, sizeof(sin), NULL);
 	if (!check(conn > 0, "conn-create", "%s", strerror(-conn)))
 		return 1;
@@ -301,11 +304,11 @@ static int setup(void)
 	gen0 = q.generation;
 
 	if (sending()) {
-		if (!fetch("info", !node, peer_idx, text, sizeof(text)) ||
+		if (!fetch("info", peer_node, peer_idx, text, sizeof(text)) ||
 		    sscanf(text, "slot %u iova %llx rkey %x seed %llx",
 			   &peer_slot, &iova, &peer_rkey, &seed) != 4)
 			return check(false, "peer-info", "node%d idx %d: none",
-				     !node, peer_idx), 1;
+				     peer_node, peer_idx), 1;
 		peer_iova = iova;
 		peer_seed = seed;
 		sbuf = map_buf(len);
@@ -602,10 +605,10 @@ static void linger(void)
 	publish("done", text);
 	if (!receiving())
 		return;
-	while (!exists("done", !node, peer_idx)) {
+	while (!exists("done", peer_node, peer_idx)) {
 		if (rv_now_ms() > deadline) {
 			check(false, "peer-done", "node%d idx %d never finished",
-			      !node, peer_idx);
+			      peer_node, peer_idx);
 			return;
 		}
 		reap(50);
@@ -619,7 +622,7 @@ static void linger(void)
 		;
 	if (!is("clean"))
 		return;
-	if (!fetch("done", !node, peer_idx, text, sizeof(text)) ||
+	if (!fetch("done", peer_node, peer_idx, text, sizeof(text)) ||
 	    sscanf(text, "rounds %llu", &peer_rounds) != 1) {
 		check(false, "peer-rounds", "no round count in the done file");
 		return;
@@ -778,7 +781,13 @@ static void after_stream(const struct rv_mr_stats *m0)
 			      (unsigned long long)m.evict_pressure,
 			      (unsigned long long)m0->evict_pressure);
 	} else if (is("recover")) {
-		check(q_done.state == RV_CONN_STATE_CONNECTED &&
+		/*
+		 * One outage (link): connected again by the end.  Rounds
+		 * through repeated faults (-R, the soak): the stream may end
+		 * while the connection is between QPs, never given up.
+		 */
+		check((q_done.state == RV_CONN_STATE_CONNECTED ||
+		       (repeat && q_done.state == RV_CONN_STATE_CONNECTING)) &&
 		      q_done.generation > gen0, "generation-advanced",
 		      "state %u generation %llu, started %llu", q_done.state,
 		      (unsigned long long)q_done.generation,
@@ -810,7 +819,7 @@ static void after_stream(const struct rv_mr_stats *m0)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1\n");
+	fprintf(stderr, "usage: rv_rel_test -D DIR -k KEY -N NODE -I IDX [-p PEER_IDX] -m clean|recover|fail|victim|sink [-x sr|s|r] [-n MSGS] [-s SIZE] [-t CONN_TIMEOUT_MS] [-E ENODEV|EPIPE] [-w SLOT] [-S WRITES] [-R] [-T SECONDS] IP0 IP1 [IP2]\n");
 	exit(2);
 }
 
@@ -819,13 +828,14 @@ int main(int argc, char **argv)
 	struct rv_mr_stats m0;
 	int c, ret;
 
-	while ((c = getopt(argc, argv, "D:k:N:I:p:m:x:n:s:t:E:w:S:RT:")) != -1) {
+	while ((c = getopt(argc, argv, "D:k:N:I:p:P:m:x:n:s:t:E:w:S:RT:")) != -1) {
 		switch (c) {
 		case 'D': dir = optarg; break;
 		case 'k': key = optarg; break;
 		case 'N': node = atoi(optarg); break;
 		case 'I': idx = atoi(optarg); break;
 		case 'p': peer_idx = atoi(optarg); break;
+		case 'P': peer_node = atoi(optarg); break;
 		case 'm': mode = optarg; break;
 		case 'x': xfer = optarg; break;
 		case 'n': nmsgs = strtoul(optarg, NULL, 0); break;
@@ -842,13 +852,18 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (argc - optind != 2 || !dir || !key || node < 0 || node > 1 ||
+	nnodes = argc - optind;
+	if (peer_node < 0 && nnodes == 2)
+		peer_node = !node;
+	if (nnodes < 2 || nnodes > MAX_NODES || !dir || !key || node < 0 ||
+	    node >= nnodes || peer_node < 0 || peer_node >= nnodes ||
+	    peer_node == node ||
 	    idx < 0 || !nmsgs || nmsgs > MAX_MSGS || !msg_size ||
 	    msg_size % 8 || strlen(key) > RV_JOB_KEY_MAX || expect_errno < 0)
 		usage();
-	if (inet_pton(AF_INET, argv[optind], &ips[0]) != 1 ||
-	    inet_pton(AF_INET, argv[optind + 1], &ips[1]) != 1)
-		usage();
+	for (c = 0; c < nnodes; c++)
+		if (inet_pton(AF_INET, argv[optind + c], &ips[c]) != 1)
+			usage();
 	if (peer_idx < 0)
 		peer_idx = idx;
 	if (!streaming_at)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# reliability.sh - faults in the middle of verified traffic; runs on both
-# nodes of a 2-node group (see tests.list) and drives rv_rel_test:
+# reliability.sh - faults in the middle of verified traffic; runs on every
+# node of a 2-node group (soak: 2 or 3 nodes; see tests.list) and drives
+# rv_rel_test:
 #
 #   reliability.sh kill     3 processes per node stream to their peers on
 #                           the other node while a 4th (send only) is
@@ -26,8 +27,12 @@
 #                           mid-traffic: node0's connection ends in ERROR
 #                           with a reason, every write has its SEND event,
 #                           posts end in EPIPE
-#   reliability.sh soak     4 processes per node stream in rounds while
-#                           node1's eth0 goes down for 3 s every 12 s,
+#   reliability.sh soak     2 or 3 nodes: 4 processes per node stream in
+#                           rounds to partners on every other node (all
+#                           to all) while one node's NIC is disconnected
+#                           (QEMU set_link, see rv_link) for 3 s (3
+#                           nodes: 5 s, rv with ack_timeout=17) every
+#                           12 s (14 s), node1, node2, node0, ...,
 #                           RV_SOAK_FLAPS times (default 6): every write
 #                           completes or is re-sent, every message
 #                           verified; totals (bytes, flaps, re-sent)
@@ -58,7 +63,7 @@ barrier() {
 start() {
 	local name=$1
 	shift
-	"$RT" -D "$shared" -N "$me" "$@" "${ips[0]}" "${ips[1]}" \
+	"$RT" -D "$shared" -N "$me" "$@" "${ips[@]}" \
 		>"$RV_OUT/$name.out" 2>&1 &
 	pid[$name]=$!
 }
@@ -286,35 +291,70 @@ error_events() {
 # ---- soak: rounds of verified traffic through repeated link flaps -------
 
 soak_test() {
-	local k=rs i flaps=${RV_SOAK_FLAPS:-6} f n bytes=0 resent=0 ok
+	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
+	local down=3
+	local -a names=()
+	# Processes per peer node: 4 processes per node whatever the size of
+	# the group (4 with 2 nodes, 2 per peer with 3).  Node me's process i
+	# for peer p is idx p*per+i; its partner on p is idx me*per+i.
+	per=${RV_SOAK_PROCS:-$((4 / (RV_NODES - 1)))}
+	if [[ $RV_NODES -eq 3 ]]; then
+		# 3 VMs on 2 host cores stall past 6 retries of 134 ms without
+		# any flap (as in write-a2a), and the QPs then fail all the
+		# time: ack_timeout 17 (about 537 ms) rides the stalls out.
+		# Its 7 tries take 3.8 s, so an outage lasts 5 s to fail the
+		# QPs for sure.
+		barrier soak-before-reload || true
+		if ! { rmmod rv && rv_insmod ack_timeout=17; }; then
+			tap_diag "reload with ack_timeout=17 failed"
+		fi
+		down=5
+	fi
 	barrier soak-start || true
-	for i in 0 1 2 3; do
-		start "soak$i" -k $k -I $i -m recover -R -t 60000 -n 100 -s 65536 -S 20 -T 400
-	done
-	wait_files "$k.streaming.*" 8 120 || true
-	barrier soak-strike || true
-	if [[ $me == 1 ]]; then
-		for ((f = 1; f <= flaps; f++)); do
-			sleep 9
-			ip link set eth0 down
-			sleep 3
-			ip link set eth0 up
+	for ((p = 0; p < RV_NODES; p++)); do
+		[[ $p -eq $me ]] && continue
+		for ((i = 0; i < per; i++)); do
+			name=soak.p$p.$i
+			start "$name" -k $k -I $((p * per + i)) -P $p -p $((me * per + i)) \
+				-m recover -R -t 60000 -n 100 -s 65536 -S 20 -T 400
+			names+=("$name")
 		done
-		tap_diag "$flaps flaps of eth0 (3 s down, 9 s up)"
+	done
+	wait_files "$k.streaming.*" $((RV_NODES * (RV_NODES - 1) * per)) 120 || true
+	barrier soak-strike || true
+	# Flap f disconnects node (f mod N)'s NIC at the QEMU end for $down s,
+	# 9 s after the previous one ended, node1 first: every connection of
+	# the job is hit.  The nodes leave the barrier within a poll interval
+	# (0.2 s) of each other, so one schedule on every node's clock is good
+	# enough.
+	n=0
+	for ((f = 1; f <= flaps; f++)); do
+		sleep 9
+		if [[ $((f % RV_NODES)) -eq $me ]]; then
+			rv_link "$me" off
+			sleep $down
+			rv_link "$me" on
+			n=$((n + 1))
+		else
+			sleep $down
+		fi
+	done
+	tap_diag "node$me: NIC disconnected $n times ($down s, 9 s apart) of $flaps flaps of the job"
+	if [[ $me == 0 ]]; then
 		sleep 20	# the last outage's re-sends
 		touch "$shared/$k.stop"
 	fi
-	for i in 0 1 2 3; do
-		finish "soak$i" 380
+	for name in "${names[@]}"; do
+		finish "$name" 380
 	done
 	# "N writes posted (R re-sent), K ok, ..." of each process
-	for i in 0 1 2 3; do
+	for name in "${names[@]}"; do
 		read -r n ok < <(sed -n 's/.* writes posted (\([0-9]*\) re-sent), \([0-9]*\) ok,.*/\1 \2/p' \
-			"$RV_OUT/soak$i.out" | tail -n 1)
+			"$RV_OUT/$name.out" | tail -n 1)
 		resent=$((resent + ${n:-0}))
 		bytes=$((bytes + ${ok:-0} * 65536))
 	done
-	tap_diag "soak: $bytes bytes written and completed, $resent writes re-sent"
+	tap_diag "soak: $bytes bytes written and completed, $resent writes re-sent by the ${#names[@]} processes of node$me"
 	barrier soak-end 400 || true
 }
 
@@ -348,8 +388,14 @@ perm_test() {
 
 tap_begin
 tap_diag "node$me of $RV_NODES ($RV_NODE_IPS), mode $mode"
-if [[ ! -x $RT ]] || ! grep -qw '^rv' /proc/modules || [[ $RV_NODES -ne 2 ]]; then
-	tap_skip "reliability-$mode" "rv_rel_test not built, rv not loaded or not 2 nodes"
+# soak runs on 2 or 3 nodes, the others on exactly 2.
+if [[ $mode == soak ]]; then
+	nodes_ok=$((RV_NODES == 2 || RV_NODES == 3))
+else
+	nodes_ok=$((RV_NODES == 2))
+fi
+if [[ ! -x $RT ]] || ! grep -qw '^rv' /proc/modules || [[ $nodes_ok -eq 0 ]]; then
+	tap_skip "reliability-$mode" "rv_rel_test not built, rv not loaded or wrong number of nodes"
 	tap_end
 	exit
 fi
