@@ -392,6 +392,16 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		goto out_unlock_conn;
 	}
 	if (qp->cm_id || qp->dead_id) {
+		/*
+		 * Either the client gave up on this QP (its DREQ was lost, or
+		 * the QP has not failed on this side yet) or the request is
+		 * forged.  Not trusting it, probe the QP with a heartbeat now:
+		 * if the client's end is gone, the QP fails within its
+		 * transport retries and the client's next attempt finds it
+		 * free; a live QP is not disturbed.
+		 */
+		if (qp->cm_id && qp->state == RV_QP_CONNECTED)
+			rv_write_probe(qp);
 		rej = RV_CM_REJ_BUSY;
 		goto out_unlock_conn;
 	}

@@ -343,6 +343,7 @@ void rv_write_file_init(struct rv_file *rf);
 bool rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
 void rv_write_conn_init(struct rv_conn *conn);
+void rv_write_probe(struct rv_conn_qp *qp);
 void rv_write_qp_drain(struct rv_conn_qp *qp, struct ib_qp *ibqp);
 void rv_write_qp_flush(struct rv_conn_qp *qp);
 int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp);

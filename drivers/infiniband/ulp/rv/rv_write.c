@@ -285,6 +285,21 @@ out_unlock:
 	mutex_unlock(&conn->lock);
 }
 
+/*
+ * Have @qp send a heartbeat at once, idle or not.  Caller holds
+ * @qp->conn->lock; nothing happens when the job's heartbeats are off.
+ */
+void rv_write_probe(struct rv_conn_qp *qp)
+{
+	struct rv_conn *conn = qp->conn;
+	u32 ms = conn->job->params.heartbeat_ms;
+
+	if (conn->dead || ms == RV_HEARTBEAT_OFF)
+		return;
+	WRITE_ONCE(qp->last_activity, jiffies - msecs_to_jiffies(ms) - 1);
+	mod_delayed_work(rv_cm_wq, &conn->hb_work, 0);
+}
+
 void rv_write_conn_init(struct rv_conn *conn)
 {
 	INIT_DELAYED_WORK(&conn->hb_work, rv_write_hb_work);
