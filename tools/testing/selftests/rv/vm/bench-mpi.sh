@@ -73,7 +73,7 @@ guest() {
 	local spid=$!
 
 	if [[ $RV_NODE -eq 0 ]]; then
-		# See mpi.sh: ofi_rxm's CQs for 256 peers exceed rxe's.
+		# See mpi.sh: ofi_rxm's CQ for 256 peers exceeds rxe's.
 		export FI_UNIVERSE_SIZE=16
 		export FI_PROVIDER_PATH=${RV_FI_DIR:-$RV_REPO/lib/librv-fi}
 		local envs=(-x FI_UNIVERSE_SIZE -x FI_PROVIDER_PATH)

@@ -121,10 +121,11 @@ qps_pid=$!
 if [[ $RV_NODE -eq 0 ]]; then
 	mca=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$PROV"
 	     --mca btl self)
-	# ofi_rxm sizes each MSG endpoint CQ for FI_UNIVERSE_SIZE peers
-	# (default 256): (128 + 128) * 256 entries is more than rxe's
+	# ofi_rxm sizes its MSG provider's CQ in proportion to
+	# FI_UNIVERSE_SIZE (default 256 peers): more entries than rxe's
 	# largest CQ (32767), and verbs;ofi_rxm fails in fi_endpoint
-	# ("Unable to create verbs CQ").  The job's size is what it needs.
+	# ("Unable to create verbs CQ"; 32 was measured to work).  The
+	# job's size is what it needs.
 	export FI_UNIVERSE_SIZE=$((PPN * RV_NODES < 16 ? 16 : PPN * RV_NODES))
 	envs=(-x FI_UNIVERSE_SIZE)
 	if [[ $PROV == rv ]]; then
