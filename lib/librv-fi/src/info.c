@@ -274,12 +274,11 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->domain_attr->mr_cnt = 65536;
 
 	fi->fabric_attr->name = strdup(RVFI_NAME);
-	fi->fabric_attr->prov_name = strdup(RVFI_NAME);
+	/* prov_name stays NULL: libfabric fills it in (set, it appends). */
 	fi->fabric_attr->prov_version = RVFI_PROV_VERSION;
 	/* The caller's version: fi_cq_readerr() sizes its entry by it. */
 	fi->fabric_attr->api_version = version;
-	if (!fi->domain_attr->name || !fi->fabric_attr->name ||
-	    !fi->fabric_attr->prov_name) {
+	if (!fi->domain_attr->name || !fi->fabric_attr->name) {
 		fi_freeinfo(fi);
 		return -FI_ENOMEM;
 	}

@@ -46,7 +46,7 @@ out=$(timeout 60 fi_info -p rv 2>&1)
 rc=$?
 # shellcheck disable=SC2001
 sed 's/^/# /' <<<"$out" | head -30
-if [[ $rc -eq 0 ]] && grep -q 'provider: rv' <<<"$out" &&
+if [[ $rc -eq 0 ]] && grep -Eq '^provider: rv$' <<<"$out" &&
 	grep -q 'FI_EP_RDM' <<<"$out"; then
 	tap_ok fi-info
 else
