@@ -494,8 +494,8 @@ struct rv_event {
  * attempt at once.
  */
 #define RV_CONN_REASON_NONE		0
-/* address/route resolution failed, or no answer from the remote by the
- * deadline
+/* address/route resolution failed, no answer from the remote by the
+ * deadline, or a reject that is not rv's
  */
 #define RV_CONN_REASON_UNREACHABLE	1
 /* the remote CM rejected: no rv listens on that port */
@@ -508,7 +508,9 @@ struct rv_event {
 #define RV_CONN_REASON_BAD_REQUEST	5
 /* the remote job has another num_conn */
 #define RV_CONN_REASON_MISMATCH		6
-/* the remote's accept or reject carried invalid private data */
+/* the remote's accept carried invalid private data, or its reject an
+ * unknown reason
+ */
 #define RV_CONN_REASON_BAD_REPLY	7
 /* server: no request for a QP came before the timeout */
 #define RV_CONN_REASON_TIMEOUT		8

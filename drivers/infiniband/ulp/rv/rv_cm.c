@@ -211,8 +211,14 @@ static u32 rv_cm_rej_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (!rej)
 		return ev->status == IB_CM_REJ_INVALID_SERVICE_ID ?
 		       RV_CONN_REASON_NO_LISTENER : RV_CONN_REASON_UNREACHABLE;
+	/*
+	 * Not rv's reject: ib_cm sends a consumer-defined REJ without data
+	 * of its own when a request dies in rdma_cm's or ib_cm's hands on
+	 * the remote (seen while both ends replaced QPs in quick
+	 * succession).  Not fatal: try again.
+	 */
 	if (len < sizeof(*rej) || rej->magic != cpu_to_be32(RV_CM_MAGIC))
-		return RV_CONN_REASON_BAD_REPLY;
+		return RV_CONN_REASON_UNREACHABLE;
 	switch (be16_to_cpu(rej->reason)) {
 	case RV_CM_REJ_NO_CONN:
 		return RV_CONN_REASON_NO_CONN;
