@@ -128,21 +128,3 @@ rv_gid_index() {
 	done
 	return 1
 }
-
-# rv_link NODE on|off: connect or disconnect node NODE's NIC at the QEMU
-# end (the carrier the guest sees), through rv-vm on the host; returns
-# once QEMU has done it (at most 10 s).  Unlike "ip link set eth0 down"
-# the guest's driver stays open, as with a pulled cable.
-rv_link() {
-	local node=$1 state=$2 dir seq i
-	dir=$(dirname "$RV_OUT")/.rvvm
-	seq=$RV_NODE.$$.$RANDOM.$SECONDS
-	echo "$seq $state" >"$dir/link.node$node.req.tmp"
-	mv "$dir/link.node$node.req.tmp" "$dir/link.node$node.req"
-	for ((i = 0; i < 100; i++)); do
-		[[ $(cat "$dir/link.node$node.ack" 2>/dev/null) == "$seq" ]] && return 0
-		sleep 0.1
-	done
-	tap_diag "rv_link $node $state: no answer from rv-vm in 10 s"
-	return 1
-}
