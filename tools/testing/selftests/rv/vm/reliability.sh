@@ -83,7 +83,7 @@ wait_files() {
 # finish NAME SECONDS: wait (bounded) for the process, then its checks and
 # exit status as TAP.  A process still running is killed and fails.
 finish() {
-	local name=$1 limit=$2 p=${pid[$1]} i rc=0 line n=0
+	local name=$1 limit=$2 p=${pid[$1]} i rc=0
 	for ((i = 0; i < limit * 5; i++)); do
 		kill -0 "$p" 2>/dev/null || break
 		sleep 0.2
@@ -95,27 +95,13 @@ finish() {
 	else
 		wait "$p" || rc=$?
 	fi
-	while IFS= read -r line; do
-		case $line in
-		"check PASS "*)
-			tap_ok "${line#check PASS }"
-			n=$((n + 1))
-			;;
-		"check FAIL "*)
-			line=${line#check FAIL }
-			tap_fail "${line%%: *}" "${line#*: }"
-			n=$((n + 1))
-			;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$RV_OUT/$name.out"
+	tap_checks "" <"$RV_OUT/$name.out"
 	if [[ $rc -eq 999 ]]; then
 		tap_fail "$name.exit" "still running after ${limit}s: killed"
-	elif [[ $rc -eq 0 && $n -gt 0 ]]; then
+	elif [[ $rc -eq 0 && $TAP_CHECKS -gt 0 ]]; then
 		tap_ok "$name.exit"
 	else
-		tap_fail "$name.exit" "exit status $rc, $n checks"
+		tap_fail "$name.exit" "exit status $rc, $TAP_CHECKS checks"
 	fi
 }
 

@@ -62,6 +62,32 @@ tap_run() {
 	fi
 }
 
+# tap_checks [PREFIX]: a test program's output on stdin as TAP. Its
+# "check PASS NAME" and "check FAIL NAME: WHY" lines become results named
+# PREFIX-NAME (NAME without a prefix), anything else a diagnostic. Sets
+# TAP_CHECKS to the number of checks read, so that a program that ran no
+# check can be failed. Read from a redirection, not a pipe: the counters
+# must survive in this shell.
+tap_checks() {
+	local prefix=${1:+$1-} line
+	TAP_CHECKS=0
+	while IFS= read -r line; do
+		case $line in
+		"check PASS "*)
+			tap_ok "$prefix${line#check PASS }"
+			TAP_CHECKS=$((TAP_CHECKS + 1))
+			;;
+		"check FAIL "*)
+			line=${line#check FAIL }
+			tap_fail "$prefix${line%%: *}" "${line#*: }"
+			TAP_CHECKS=$((TAP_CHECKS + 1))
+			;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
+		esac
+	done
+}
+
 # tap_end: trailing plan; status 1 if any test failed.
 tap_end() {
 	echo "1..$TAP_N"

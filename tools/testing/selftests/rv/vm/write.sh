@@ -40,36 +40,18 @@ barrier() {
 
 # phase NAME SECONDS ARGS...: one rv_write_test run as TAP results.
 phase() {
-	local name=$1 secs=$2 out rc=0 line n=0
+	local name=$1 secs=$2 out rc=0
 	shift 2
 	barrier "start-$name" || true
 	out=$(timeout $((secs + 60)) "$WT" -D "$shared" -N "$me" -T "$secs" \
 		"$@" "${ips[@]}" 2>&1) || rc=$?
-	while IFS= read -r line; do
-		case $line in
-		"check PASS "*)
-			tap_ok "$name-${line#check PASS }"
-			n=$((n + 1))
-			;;
-		"check FAIL "*)
-			line=${line#check FAIL }
-			tap_fail "$name-${line%%: *}" "${line#*: }"
-			n=$((n + 1))
-			;;
-		"#"*)
-			echo "$line"
-			;;
-		*)
-			echo "# $line"
-			;;
-		esac
-	done <<<"$out"
+	tap_checks "$name" <<<"$out"
 	if [[ $rc -eq 4 ]]; then
 		tap_skip "$name" "no rv or no RDMA device"
-	elif [[ $rc -eq 0 && $n -gt 0 ]]; then
+	elif [[ $rc -eq 0 && $TAP_CHECKS -gt 0 ]]; then
 		tap_ok "$name"
 	else
-		tap_fail "$name" "exit status $rc, $n checks"
+		tap_fail "$name" "exit status $rc, $TAP_CHECKS checks"
 	fi
 	barrier "end-$name" $((secs + 90)) || true
 }
