@@ -229,18 +229,6 @@ static void ctl_connect(bool server)
 
 /* ---- rv set-up ---------------------------------------------------------- */
 
-static bool read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fgets(buf, len, f) != NULL;
-	fclose(f);
-	return ok;
-}
-
 /* The first RDMA device in sysfs, when -d is not given. */
 static const char *first_ibdev(void)
 {
@@ -260,41 +248,11 @@ static const char *first_ibdev(void)
 	return NULL;
 }
 
-/*
- * rv's connections use the job's GID as their IP source address, so the
- * demo needs a GID carrying an IPv4 address: with -g that entry, otherwise
- * the first RoCE v2 one (an IPv4-mapped GID).  Returns its index and
- * stores the address (network order) in @addr.
- */
-static int ipv4_gid(const char *ibdev, int want, uint32_t *addr)
-{
-	char path[512], buf[128];
-	unsigned int a, b, c, d;
-	int i;
-
-	for (i = want < 0 ? 0 : want; i < (want < 0 ? 256 : want + 1); i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", ibdev, i);
-		if (!read_line(path, buf, sizeof(buf)) ||
-		    sscanf(buf, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x",
-			   &a, &b, &c, &d) != 4)
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 ibdev, i);
-		if (want < 0 && (!read_line(path, buf, sizeof(buf)) ||
-				 strncmp(buf, "RoCE v2", 7)))
-			continue;
-		*addr = htonl(a << 24 | b << 16 | c << 8 | d);
-		return i;
-	}
-	return -1;
-}
-
 /* Opens /dev/rv and attaches to the demo's job; returns the RDMA address. */
 static uint32_t rv_setup(void)
 {
 	struct rv_attach at;
+	struct in_addr ip;
 	uint32_t addr;
 	int idx, gid, ret;
 
@@ -302,12 +260,19 @@ static uint32_t rv_setup(void)
 		opt.ibdev = first_ibdev();
 	if (!opt.ibdev)
 		die("no RDMA device in /sys/class/infiniband", ENODEV);
-	gid = ipv4_gid(opt.ibdev, opt.gid_index, &addr);
+	/*
+	 * rv's connections use the job's GID as their IP source address, so
+	 * the demo needs a GID carrying an IPv4 address: with -g that entry,
+	 * otherwise the first RoCE v2 one.
+	 */
+	gid = rv_ipv4_gid(opt.ibdev, 1, opt.gid_index, &ip);
 	if (gid < 0) {
-		fprintf(stderr, "rv_rendezvous: %s port 1 has no %s GID with an IPv4 address\n",
-			opt.ibdev, opt.gid_index < 0 ? "RoCE v2" : "such");
+		fprintf(stderr, "rv_rendezvous: %s port 1 has no %s GID with an IPv4 address: %s\n",
+			opt.ibdev, opt.gid_index < 0 ? "RoCE v2" : "such",
+			strerror(-gid));
 		exit(1);
 	}
+	addr = ip.s_addr;
 	ret = rv_open(&rv, 0);
 	if (ret)
 		die("rv_open (is rv loaded?)", -ret);

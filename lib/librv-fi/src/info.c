@@ -20,42 +20,15 @@
 				 FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define RVFI_CAPS		(RVFI_PRIMARY_CAPS | RVFI_SECONDARY_CAPS)
 
-static bool read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fgets(buf, len, f) != NULL;
-	fclose(f);
-	return ok;
-}
-
-/* The first RoCE v2 GID of port 1 that is an IPv4-mapped address. */
+/* The first RoCE v2 GID of port 1 that carries an IPv4 address. */
 static int ipv4_gid(const char *dev, uint32_t *ip)
 {
-	char path[512], buf[128];
-	unsigned int a, b, c, d;
-	int i;
+	struct in_addr addr;
+	int gid = rv_ipv4_gid(dev, 1, -1, &addr);
 
-	for (i = 0; i < 256; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
-		if (!read_line(path, buf, sizeof(buf)) ||
-		    sscanf(buf, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x",
-			   &a, &b, &c, &d) != 4)
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 dev, i);
-		if (!read_line(path, buf, sizeof(buf)) ||
-		    strncmp(buf, "RoCE v2", 7))
-			continue;
-		*ip = htonl(a << 24 | b << 16 | c << 8 | d);
-		return i;
-	}
-	return -1;
+	if (gid >= 0)
+		*ip = addr.s_addr;
+	return gid;
 }
 
 /*

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <rdma/rv_user_ioctls.h>
 
 #ifdef __cplusplus
@@ -145,6 +146,29 @@ int rv_slot(const struct rv *rv);
  *  loaded)
  */
 int rv_device_index(const char *ibdev_name);
+
+/**
+ * rv_ipv4_gid() - the GID of a port that carries an IPv4 address
+ * @ibdev_name: the device's name, as "rdma dev" or ibv_devices print it
+ * @port_num: the port, from 1
+ * @gid_index: that GID entry, or -1 for the first RoCE v2 entry with an
+ *	IPv4 address
+ * @addr: if not NULL, the entry's IPv4 address (network byte order)
+ *
+ * rv's connections take the job's GID as their source address, so a job
+ * reached over IPv4 needs a GID that carries the node's IPv4 address (for
+ * RoCE, an IPv4-mapped GID).  The result is what struct
+ * rv_attach.gid_index wants.  Reads the port's GID table from sysfs.
+ *
+ * Return: the GID index (>= 0), or
+ *  -EINVAL  @ibdev_name is NULL, empty or not a plain name, @port_num is
+ *           0, or @gid_index is below -1
+ *  -ENODEV  no RDMA device has that name, or it has no such port
+ *  -ENOENT  entry @gid_index carries no IPv4 address, or (with -1) no RoCE
+ *           v2 entry of the port does
+ */
+int rv_ipv4_gid(const char *ibdev_name, unsigned int port_num, int gid_index,
+		struct in_addr *addr);
 
 /**
  * rv_reg_mem() - register a buffer through the file's MR cache

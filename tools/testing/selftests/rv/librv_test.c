@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <unistd.h>
 
 #include <linux/netlink.h>
@@ -127,6 +128,77 @@ TEST(device_index_known)
 		EXPECT_EQ(-ENODEV, rv_device_index(prefix));
 	snprintf(longer, sizeof(longer), "%s0", name);
 	EXPECT_EQ(-ENODEV, rv_device_index(longer));
+}
+
+TEST(ipv4_gid_bad_args)
+{
+	struct in_addr ip = { .s_addr = 0x01020304 };	/* must stay untouched */
+
+	EXPECT_EQ(-EINVAL, rv_ipv4_gid(NULL, 1, -1, &ip));
+	EXPECT_EQ(-EINVAL, rv_ipv4_gid("", 1, -1, &ip));
+	EXPECT_EQ(-EINVAL, rv_ipv4_gid("../rxe0", 1, -1, &ip));
+	EXPECT_EQ(-EINVAL, rv_ipv4_gid("..", 1, -1, &ip));
+	EXPECT_EQ(-EINVAL, rv_ipv4_gid(rv_test_ibdev(), 0, -1, &ip));
+	EXPECT_EQ(-EINVAL, rv_ipv4_gid(rv_test_ibdev(), 1, -2, &ip));
+	EXPECT_EQ(0x01020304U, ip.s_addr);
+	EXPECT_EQ(-ENODEV, rv_ipv4_gid("rv_no_such_device", 1, -1, &ip));
+	EXPECT_EQ(0x01020304U, ip.s_addr);
+}
+
+/* Whether @ip is the address of one of this node's interfaces. */
+static bool is_local_ipv4(struct in_addr ip)
+{
+	struct ifaddrs *ifs, *i;
+	bool found = false;
+
+	if (getifaddrs(&ifs))
+		return false;
+	for (i = ifs; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr ==
+		    ip.s_addr)
+			found = true;
+	freeifaddrs(ifs);
+	return found;
+}
+
+/*
+ * $RV_IBDEV's RoCE v2 GID of an IPv4 address is one of the node's own
+ * addresses and says "RoCE v2" in sysfs; asking for that entry gives the
+ * same answer; entry 0 (RoCE's link-local GID), an entry past the table
+ * and a port the device lacks do not.
+ */
+TEST(ipv4_gid_known)
+{
+	const char *name = rv_test_ibdev();
+	struct in_addr ip = { 0 }, again = { 0 };
+	char path[256], type[32] = "";
+	int gid;
+	FILE *f;
+
+	gid = rv_ipv4_gid(name, 1, -1, &ip);
+	if (gid == -ENODEV)
+		SKIP(return, "no RDMA device %s", name);
+	ASSERT_LE(0, gid) TH_LOG("rv_ipv4_gid(%s): %s", name, strerror(-gid));
+	EXPECT_TRUE(is_local_ipv4(ip)) TH_LOG("%s is no local address",
+					      inet_ntoa(ip));
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
+		 name, gid);
+	f = fopen(path, "r");
+	ASSERT_TRUE(f != NULL);
+	EXPECT_TRUE(fgets(type, sizeof(type), f) != NULL);
+	fclose(f);
+	EXPECT_EQ(0, strncmp(type, "RoCE v2\n", 8));
+
+	EXPECT_EQ(gid, rv_ipv4_gid(name, 1, gid, &again));
+	EXPECT_EQ(ip.s_addr, again.s_addr);
+	EXPECT_EQ(gid, rv_ipv4_gid(name, 1, gid, NULL));
+	if (gid != 0)
+		EXPECT_EQ(-ENOENT, rv_ipv4_gid(name, 1, 0, &again));
+	EXPECT_EQ(-ENOENT, rv_ipv4_gid(name, 1, 100000, &again));
+	EXPECT_EQ(-ENODEV, rv_ipv4_gid(name, 2, -1, &again));
+	EXPECT_EQ(ip.s_addr, again.s_addr);
 }
 
 TEST(fd)
