@@ -75,13 +75,13 @@ fi
 # message over TCP: seen 10 times in a 2-minute run on a busy host).
 # Like write.sh's a2a, reload rv with 17 (~537 ms); the ranks' own QPs of
 # verbs;ofi_rxm get even more from rdma_cm on RoCE (19: packet lifetime
-# 18 + 1).  Not when the run's parameters already set one (the debug
-# kernel's 18).
-if [[ $PROV == rv && -c /dev/rv && ${RV_KO_ARGS:-} != *ack_timeout=* ]]; then
-	if rmmod rv && rv_insmod ack_timeout=17; then
+# 18 + 1).  A longer one of the run's (the debug kernel's 18) stays.
+if [[ $PROV == rv && -c /dev/rv ]]; then
+	ack=$(rv_ack_timeout_at_least 17)
+	if rmmod rv && rv_insmod "$ack"; then
 		tap_ok mpi-rv-ack-timeout
 	else
-		tap_fail mpi-rv-ack-timeout "cannot reload rv with ack_timeout=17"
+		tap_fail mpi-rv-ack-timeout "cannot reload rv with $ack"
 	fi
 fi
 if [[ $PROV == rv && ! -c /dev/rv ]]; then

@@ -278,7 +278,7 @@ error_events() {
 
 soak_test() {
 	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
-	local down=3
+	local down=3 ack
 	local -a names=()
 	# Processes per peer node: 4 processes per node whatever the size of
 	# the group (4 with 2 nodes, 2 per peer with 3).  Node me's process i
@@ -291,8 +291,9 @@ soak_test() {
 		# Its 7 tries take 3.8 s, so an outage lasts 5 s to fail the
 		# QPs for sure.
 		barrier soak-before-reload || true
-		if ! { rmmod rv && rv_insmod ack_timeout=17; }; then
-			tap_diag "reload with ack_timeout=17 failed"
+		ack=$(rv_ack_timeout_at_least 17)
+		if ! { rmmod rv && rv_insmod "$ack"; }; then
+			tap_diag "reload with $ack failed"
 		fi
 		down=5
 	fi

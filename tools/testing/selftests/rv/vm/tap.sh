@@ -104,6 +104,20 @@ rv_insmod() {
 	insmod "$RV_KO" ${RV_KO_ARGS:-} "$@"
 }
 
+# rv_ack_timeout_at_least N: "ack_timeout=M" for rv_insmod, M the larger
+# of N and the run's own ack_timeout in $RV_KO_ARGS (the debug kernel's
+# 18): a test that needs a longer timeout must not shorten the run's.
+rv_ack_timeout_at_least() {
+	local want=$1 a
+	for a in ${RV_KO_ARGS:-}; do
+		if [[ $a =~ ^ack_timeout=([0-9]+)$ ]] &&
+			((BASH_REMATCH[1] > want)); then
+			want=${BASH_REMATCH[1]}
+		fi
+	done
+	echo "ack_timeout=$want"
+}
+
 # rv_barrier DIR NAME [SECONDS]: wait (default at most 120 s) until every
 # node reached NAME, each marking it with a file in DIR, a directory all
 # nodes share (the run's output directory).

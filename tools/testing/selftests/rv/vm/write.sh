@@ -92,7 +92,7 @@ a2a() {
 	# RETRY_EXC_ERR (an error event, not a data-path bug: write-pair and
 	# rel-* test that path).  17 (about 537 ms) rides the stalls out.
 	barrier before-reload || true
-	tap_run reload-ack-timeout reload_rv ack_timeout=17
+	tap_run reload-ack-timeout reload_rv "$(rv_ack_timeout_at_least 17)"
 	barrier after-reload || true
 	phase a2a 220 -m stream -k wa -P 4 -b $((1 << 20)) -M 18
 	barrier before-restore || true
