@@ -178,9 +178,9 @@ RV_DEBUG_VM_MEM ?= 1536
 # of about 134 ms (ack_timeout 15) run out: about 1 s each.
 RV_DEBUG_RV_ARGS ?= ack_timeout=18
 # pci=noacpi: the guests route PCI interrupts through the BIOS's $PIR table
-# instead of ACPI's link devices, whose AML the debug kernel interprets so
-# slowly that each virtio device cost about 23 s of boot (95 s to the
-# first command, 29 s without).
+# instead of ACPI's interrupt link devices.  On the debug kernel each link
+# took about 23 s to enable (Debian's kernel: no time; the cause was not
+# pinned down), so 95 s from boot to the first command became 29 s.
 RV_DEBUG_APPEND ?= pci=noacpi
 DEBUG_GROUPS ?=
 
