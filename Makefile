@@ -171,7 +171,8 @@ DEBUG_RV_DIR := $(BUILD)/debug-rv
 # The debug kernel under TCG is several times slower than Debian's: each
 # group gets a longer timeout and the VMs more memory (KASAN's shadow,
 # kmemleak and lockdep metadata).  Both can be overridden from the
-# environment, as can DEBUG_GROUPS (default: every group of tests.list).
+# environment, as can DEBUG_GROUPS (default: every group of tests.list
+# that boots a VM; the host group does not depend on the kernel).
 RV_DEBUG_TIMEOUT ?= 2400
 RV_DEBUG_VM_MEM ?= 1536
 # KASAN and lockdep slow the guests down enough that 6 transport retries
@@ -182,7 +183,8 @@ RV_DEBUG_RV_ARGS ?= ack_timeout=18
 # took about 23 s to enable (Debian's kernel: no time; the cause was not
 # pinned down), so 95 s from boot to the first command became 29 s.
 RV_DEBUG_APPEND ?= pci=noacpi
-DEBUG_GROUPS ?=
+DEBUG_GROUPS ?= $(shell awk '/^[a-z]/ && $$2 > 0 { print $$1 }' \
+	$(SELFTESTS)/vm/tests.list)
 
 debug-kernel:
 	$(DEBUG_KERNEL_SH)
