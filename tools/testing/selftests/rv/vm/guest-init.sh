@@ -44,9 +44,10 @@ if [[ -z $node || ! -r $outdir/.rvvm/env ]]; then
 fi
 # shellcheck source=/dev/null
 source "$outdir/.rvvm/env"
-# From env (written by rv-vm): RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_KO_ARGS RV_REPO
+# From env (written by rv-vm): RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_KO_ARGS
+# RV_TIME_SCALE RV_REPO
 # RVVM_MODE RVVM_CMD RVVM_MODDIR RVVM_PREFIX_LEN RVVM_TTY_ROWS RVVM_TTY_COLS
-export RV_NODE=$node RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_KO_ARGS RV_REPO
+export RV_NODE=$node RV_NODES RV_NODE_IPS RV_IBDEV RV_KO RV_KO_ARGS RV_TIME_SCALE RV_REPO
 export RV_OUT=$outdir/node$node
 mkdir -p "$RV_OUT"
 log=$outdir/node$node.out

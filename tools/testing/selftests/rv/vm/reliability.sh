@@ -61,17 +61,30 @@ barrier() {
 
 # start NAME ARGS...: one rv_rel_test in the background, output kept.
 start() {
-	local name=$1
+	local name=$1 a prev=
+	local -a args=()
 	shift
-	"$RT" -D "$shared" -N "$me" "$@" "${ips[@]}" \
+	# Its time budget (-T) scales with the guest's speed, as the waits
+	# below do.
+	for a in "$@"; do
+		[[ $prev == -T ]] && a=$(rv_secs "$a")
+		args+=("$a")
+		prev=$a
+	done
+	"$RT" -D "$shared" -N "$me" "${args[@]}" "${ips[@]}" \
 		>"$RV_OUT/$name.out" 2>&1 &
 	pid[$name]=$!
 }
 
+# The waits below are bounded in wall-clock time, SECONDS x $RV_TIME_SCALE:
+# on a slow guest a round of a loop costs far more than its sleep.
+
 # wait_files GLOB COUNT SECONDS: until COUNT files match in $shared.
 wait_files() {
-	local glob=$1 want=$2 limit=$3 i
-	for ((i = 0; i < limit * 5; i++)); do
+	local glob=$1 want=$2 limit end
+	limit=$(rv_secs "$3")
+	end=$((SECONDS + limit))
+	while ((SECONDS < end)); do
 		[[ $(find "$shared" -maxdepth 1 -name "$glob" | wc -l) -ge $want ]] &&
 			return 0
 		sleep 0.2
@@ -83,8 +96,10 @@ wait_files() {
 # finish NAME SECONDS: wait (bounded) for the process, then its checks and
 # exit status as TAP.  A process still running is killed and fails.
 finish() {
-	local name=$1 limit=$2 p=${pid[$1]} i rc=0
-	for ((i = 0; i < limit * 5; i++)); do
+	local name=$1 limit p=${pid[$1]} end rc=0
+	limit=$(rv_secs "$2")
+	end=$((SECONDS + limit))
+	while ((SECONDS < end)); do
 		kill -0 "$p" 2>/dev/null || break
 		sleep 0.2
 	done
@@ -112,8 +127,9 @@ count_mrs() {
 
 # wait_mrs WANT SECONDS: until count_mrs is WANT.
 wait_mrs() {
-	local want=$1 limit=$2 i
-	for ((i = 0; i < limit * 5; i++)); do
+	local want=$1 end
+	end=$((SECONDS + $(rv_secs "$2")))
+	while ((SECONDS < end)); do
 		[[ $(count_mrs) -eq $want ]] && return 0
 		sleep 0.2
 	done

@@ -118,13 +118,23 @@ rv_ack_timeout_at_least() {
 	echo "ack_timeout=$want"
 }
 
-# rv_barrier DIR NAME [SECONDS]: wait (default at most 120 s) until every
-# node reached NAME, each marking it with a file in DIR, a directory all
-# nodes share (the run's output directory).
+# rv_secs N: N seconds of a test's time budget, scaled by $RV_TIME_SCALE
+# (rv-vm --time-scale; the debug kernel runs several times slower).
+rv_secs() {
+	echo $(($1 * ${RV_TIME_SCALE:-1}))
+}
+
+# rv_barrier DIR NAME [SECONDS]: wait (default at most 120 s, scaled by
+# $RV_TIME_SCALE) until every node reached NAME, each marking it with a
+# file in DIR, a directory all nodes share (the run's output directory).
 rv_barrier() {
-	local dir=$1 name=$2 limit=${3:-120} i n
+	local dir=$1 name=$2 limit n end
+	limit=$(rv_secs "${3:-120}")
 	touch "$dir/$name.node$RV_NODE"
-	for ((i = 0; i < limit * 5; i++)); do
+	# Bounded in wall-clock time: on a slow guest each round of the loop
+	# costs far more than its sleep.
+	end=$((SECONDS + limit))
+	while ((SECONDS < end)); do
 		n=$(find "$dir" -maxdepth 1 -name "$name.node*" | wc -l)
 		[[ $n -ge $RV_NODES ]] && return 0
 		sleep 0.2

@@ -40,7 +40,8 @@ barrier() {
 
 # phase NAME SECONDS ARGS...: one rv_write_test run as TAP results.
 phase() {
-	local name=$1 secs=$2 out rc=0
+	local name=$1 nominal=$2 secs out rc=0
+	secs=$(rv_secs "$nominal")
 	shift 2
 	barrier "start-$name" || true
 	out=$(timeout $((secs + 60)) "$WT" -D "$shared" -N "$me" -T "$secs" \
@@ -53,7 +54,7 @@ phase() {
 	else
 		tap_fail "$name" "exit status $rc, $TAP_CHECKS checks"
 	fi
-	barrier "end-$name" $((secs + 90)) || true
+	barrier "end-$name" $((nominal + 90)) || true
 }
 
 # reload_rv [PARAM=VALUE...]: rv again with these parameters (both nodes
