@@ -47,16 +47,16 @@ count_cqs() {
 	rdma res show cq 2>/dev/null | grep -c 'comm \[rv\]'
 }
 
-# wait_count WANT SECONDS: until count_qps is WANT; prints the last count.
+qps_are() {
+	[[ $(count_qps) -eq $1 ]]
+}
+
+# wait_count WANT SECONDS: until count_qps is WANT; prints the count.
 wait_count() {
-	local want=$1 limit=$2 i c
-	for ((i = 0; i < limit * 5; i++)); do
-		c=$(count_qps)
-		[[ $c -eq $want ]] && break
-		sleep 0.2
-	done
-	echo "$c"
-	[[ $c -eq $want ]]
+	local rc=0
+	rv_wait_until "$2" qps_are "$1" || rc=1
+	count_qps
+	return $rc
 }
 
 # wait_status FILE... : until every status file exists; bounded.

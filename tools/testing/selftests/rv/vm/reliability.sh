@@ -76,34 +76,25 @@ start() {
 	pid[$name]=$!
 }
 
-# The waits below are bounded in wall-clock time, SECONDS x $RV_TIME_SCALE:
-# on a slow guest a round of a loop costs far more than its sleep.
+# The waits below are bounded in wall-clock time (rv_wait_until).
 
 # wait_files GLOB COUNT SECONDS: until COUNT files match in $shared.
 wait_files() {
-	local glob=$1 want=$2 limit end
-	limit=$(rv_secs "$3")
-	end=$((SECONDS + limit))
-	while ((SECONDS < end)); do
-		[[ $(find "$shared" -maxdepth 1 -name "$glob" | wc -l) -ge $want ]] &&
-			return 0
-		sleep 0.2
-	done
-	tap_diag "waited ${limit}s for $want files $glob"
+	rv_wait_until "$3" files_at_least "$1" "$2" && return 0
+	tap_diag "waited $(rv_secs "$3")s for $2 files $1"
 	return 1
+}
+
+files_at_least() {
+	[[ $(find "$shared" -maxdepth 1 -name "$1" | wc -l) -ge $2 ]]
 }
 
 # finish NAME SECONDS: wait (bounded) for the process, then its checks and
 # exit status as TAP.  A process still running is killed and fails.
 finish() {
-	local name=$1 limit p=${pid[$1]} end rc=0
+	local name=$1 limit p=${pid[$1]} rc=0
 	limit=$(rv_secs "$2")
-	end=$((SECONDS + limit))
-	while ((SECONDS < end)); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.2
-	done
-	if kill -0 "$p" 2>/dev/null; then
+	if ! rv_wait_until "$2" exited "$p"; then
 		kill -9 "$p"
 		wait "$p" 2>/dev/null
 		rc=999
@@ -125,15 +116,18 @@ count_mrs() {
 	rdma res show mr 2>/dev/null | grep -c 'comm \[rv\]'
 }
 
+mrs_are() {
+	[[ $(count_mrs) -eq $1 ]]
+}
+
+exited() {
+	! kill -0 "$1" 2>/dev/null
+}
+
 # wait_mrs WANT SECONDS: until count_mrs is WANT.
 wait_mrs() {
-	local want=$1 end
-	end=$((SECONDS + $(rv_secs "$2")))
-	while ((SECONDS < end)); do
-		[[ $(count_mrs) -eq $want ]] && return 0
-		sleep 0.2
-	done
-	echo "rv MRs: $(count_mrs), expected $want"
+	rv_wait_until "$2" mrs_are "$1" && return 0
+	echo "rv MRs: $(count_mrs), expected $1"
 	return 1
 }
 

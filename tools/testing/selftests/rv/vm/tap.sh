@@ -124,23 +124,32 @@ rv_secs() {
 	echo $(($1 * ${RV_TIME_SCALE:-1}))
 }
 
+# rv_wait_until SECONDS CMD...: CMD every 0.2 s until it succeeds, for at
+# most SECONDS (scaled) of wall-clock time: on a slow guest a round of the
+# loop costs far more than its sleep, so rounds are not counted.
+rv_wait_until() {
+	local end=$((SECONDS + $(rv_secs "$1")))
+	shift
+	while ((SECONDS < end)); do
+		"$@" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # rv_barrier DIR NAME [SECONDS]: wait (default at most 120 s, scaled by
 # $RV_TIME_SCALE) until every node reached NAME, each marking it with a
 # file in DIR, a directory all nodes share (the run's output directory).
 rv_barrier() {
-	local dir=$1 name=$2 limit n end
-	limit=$(rv_secs "${3:-120}")
+	local dir=$1 name=$2 limit=${3:-120}
 	touch "$dir/$name.node$RV_NODE"
-	# Bounded in wall-clock time: on a slow guest each round of the loop
-	# costs far more than its sleep.
-	end=$((SECONDS + limit))
-	while ((SECONDS < end)); do
-		n=$(find "$dir" -maxdepth 1 -name "$name.node*" | wc -l)
-		[[ $n -ge $RV_NODES ]] && return 0
-		sleep 0.2
-	done
-	tap_diag "barrier $name: timed out after ${limit}s"
+	rv_wait_until "$limit" rv_barrier_reached "$dir" "$name" && return 0
+	tap_diag "barrier $name: timed out after $(rv_secs "$limit")s"
 	return 1
+}
+
+rv_barrier_reached() {
+	[[ $(find "$1" -maxdepth 1 -name "$2.node*" | wc -l) -ge $RV_NODES ]]
 }
 
 # rv_node_ip I: IPv4 address of node I.
