@@ -61,12 +61,9 @@ wait_count() {
 
 # wait_status FILE... : until every status file exists; bounded.
 wait_status() {
-	local f i
+	local f
 	for f in "$@"; do
-		for ((i = 0; i < 600; i++)); do
-			[[ -s $f ]] && grep -q '^result' "$f" && break
-			sleep 0.2
-		done
+		rv_wait_until 120 grep -qs '^result' "$f"
 	done
 }
 

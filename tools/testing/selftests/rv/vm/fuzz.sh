@@ -32,11 +32,7 @@ tap_diag "rv_fuzz exit status $rc"
 # unloading (bounded), so its writes do not fail because we left.
 shared=$(dirname "$RV_OUT")/fuzz-barriers
 mkdir -p "$shared"
-touch "$shared/done.node$RV_NODE"
-for ((i = 0; i < 600; i++)); do
-	[[ $(find "$shared" -name 'done.node*' | wc -l) -ge $RV_NODES ]] && break
-	sleep 0.5
-done
+rv_barrier "$shared" fuzz-done 300
 if rmmod rv 2>"$RV_OUT/rmmod.err"; then
 	echo "ok 4 fuzz.unload"
 else

@@ -37,10 +37,7 @@ has() {
 tap_begin
 "$T/rv_conn_test" -k rvs -n 2 -t 60000 -s "$st" "$peer" 2>"$st.err" &
 holder=$!
-for ((i = 0; i < 900; i++)); do
-	grep -q '^result' "$st" 2>/dev/null && break
-	sleep 0.1
-done
+rv_wait_until 90 grep -qs '^result' "$st"
 tap_run holder-connected grep -q '^result ok' "$st"
 # Two heartbeat periods (1 s default) of idleness.
 sleep 3
