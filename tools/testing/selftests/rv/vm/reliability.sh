@@ -30,10 +30,11 @@
 #   reliability.sh soak     2 or 3 nodes: 4 processes per node stream in
 #                           rounds to partners on every other node (all
 #                           to all) while one node is cut off (netem drops
-#                           all it sends) for 3 s (3 nodes: 5 s, rv with
-#                           ack_timeout=17) every 12 s (14 s), node1,
-#                           node2, node0, ...,
-#                           RV_SOAK_FLAPS times (default 6): every write
+#                           all it sends), node1, node2, node0, ...,
+#                           RV_SOAK_FLAPS times (default 6), each cut
+#                           longer than rv's 7 tries at its ack_timeout
+#                           (3 s at 15; 3 nodes: ack_timeout=17, 5 s)
+#                           and 9 s apart (scaled): every write
 #                           completes or is re-sent, every message
 #                           verified; totals (bytes, flaps, re-sent)
 #
@@ -288,25 +289,28 @@ error_events() {
 
 soak_test() {
 	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
-	local down=3 ack
+	local down ack gap cut_fails=0
 	local -a names=()
 	# Processes per peer node: 4 processes per node whatever the size of
 	# the group (4 with 2 nodes, 2 per peer with 3).  Node me's process i
 	# for peer p is idx p*per+i; its partner on p is idx me*per+i.
 	per=${RV_SOAK_PROCS:-$((4 / (RV_NODES - 1)))}
 	if [[ $RV_NODES -eq 3 ]]; then
-		# 3 VMs on 2 host cores stall past 6 retries of 134 ms without
-		# any flap (as in write-a2a), and the QPs then fail all the
-		# time: ack_timeout 17 (about 537 ms) rides the stalls out.
-		# Its 7 tries take 3.8 s, so an outage lasts 5 s to fail the
-		# QPs for sure.
+		# 3 VMs on 2 host cores need a longer ack_timeout (tap.sh).
 		barrier soak-before-reload || true
-		ack=$(rv_ack_timeout_at_least 17)
+		ack=$(rv_ack_timeout_busy)
 		if ! { rmmod rv && rv_insmod "$ack"; }; then
 			tap_diag "reload with $ack failed"
 		fi
-		down=5
 	fi
+	# A cut must outlast the 7 tries of a write (4.096 us * 2^ack_timeout
+	# each) by a quarter, or the QPs ride it out and nothing is tested:
+	# 3 s at 15, 5 s at 17, 10 s at the debug kernel's 18.
+	ack=$(cat /sys/module/rv/parameters/ack_timeout 2>/dev/null || echo 15)
+	down=$(((35840 * (1 << ack) + 999999999) / 1000000000))
+	((down < 3)) && down=3
+	# Between cuts the connections reconnect: slower on a slower guest.
+	gap=$(rv_secs 9)
 	barrier soak-start || true
 	for ((p = 0; p < RV_NODES; p++)); do
 		[[ $p -eq $me ]] && continue
@@ -319,31 +323,39 @@ soak_test() {
 	done
 	wait_files "$k.streaming.*" $((RV_NODES * (RV_NODES - 1) * per)) 120 || true
 	barrier soak-strike || true
-	# Flap f cuts node (f mod N) off for $down s, 9 s after the previous
-	# one ended, node1 first: every connection of the job is hit.  The
-	# cut is a netem qdisc dropping everything eth0 sends: toggling the
-	# link, "ip link set down" and QEMU's set_link alike, was seen to
-	# leave virtio_net's TX queue stalled for good afterwards under load
-	# (NETDEV WATCHDOG, then rxe's QP cleanup WARNING), 1 run in 4.  The
-	# port stays ACTIVE, so rv also reconnects against a dead path.  The nodes leave the barrier within a poll interval
-	# (0.2 s) of each other, so one schedule on every node's clock is good
+	# Flap f cuts node (f mod N) off for $down s, $gap s after the
+	# previous one ended, node1 first: every connection of the job is
+	# hit.  The cut is a netem qdisc dropping everything eth0 sends:
+	# toggling the link, "ip link set down" and QEMU's set_link alike,
+	# was seen to leave virtio_net's TX queue stalled for good afterwards
+	# under load (NETDEV WATCHDOG, then rxe's QP cleanup WARNING), 1 run
+	# in 4.  The port stays ACTIVE, so rv also reconnects against a dead
+	# path.  The nodes leave the barrier within a poll interval (0.2 s)
+	# of each other, so one schedule on every node's clock is good
 	# enough.
 	n=0
 	for ((f = 1; f <= flaps; f++)); do
-		sleep 9
+		sleep "$gap"
 		if [[ $((f % RV_NODES)) -eq $me ]]; then
-			tc qdisc add dev eth0 root netem loss 100% ||
-				tap_diag "tc netem failed"
-			sleep $down
-			tc qdisc del dev eth0 root
-			n=$((n + 1))
+			if tc qdisc add dev eth0 root netem loss 100%; then
+				n=$((n + 1))
+			else
+				cut_fails=$((cut_fails + 1))
+			fi
+			sleep "$down"
+			tc qdisc del dev eth0 root 2>/dev/null
 		else
-			sleep $down
+			sleep "$down"
 		fi
 	done
-	tap_diag "node$me: cut off $n times ($down s, 9 s apart) of $flaps flaps of the job"
+	tap_diag "node$me: cut off $n times ($down s at ack_timeout $ack, $gap s apart) of $flaps flaps of the job"
+	if [[ $cut_fails -eq 0 ]]; then
+		tap_ok "soak.cuts"
+	else
+		tap_fail "soak.cuts" "tc could not add a netem qdisc $cut_fails times (CONFIG_NET_SCH_NETEM?)"
+	fi
 	if [[ $me == 0 ]]; then
-		sleep 20	# the last outage's re-sends
+		sleep "$(rv_secs 20)"	# the last outage's re-sends
 		touch "$shared/$k.stop"
 	fi
 	for name in "${names[@]}"; do
