@@ -289,7 +289,7 @@ error_events() {
 
 soak_test() {
 	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
-	local down ack gap cut_fails=0
+	local down ack gap conn_ms cut_fails=0
 	local -a names=()
 	# Processes per peer node: 4 processes per node whatever the size of
 	# the group (4 with 2 nodes, 2 per peer with 3).  Node me's process i
@@ -312,12 +312,18 @@ soak_test() {
 	# Between cuts the connections reconnect: slower on a slower guest.
 	gap=$(rv_secs 9)
 	barrier soak-start || true
+	# The connection timeout (-t) must outlast a cut and the reconnect
+	# after it, and a reconnect is refused (BUSY) until the peer's QP has
+	# failed too, 7 tries after its last send: 60 s, or 4 cuts' worth.
+	# (At ack_timeout 20, 38 s cuts, recoveries took up to 50 s and 2 of
+	# 12 connections gave up at 60 s.)
+	conn_ms=$((down * 4 > 60 ? down * 4000 : 60000))
 	for ((p = 0; p < RV_NODES; p++)); do
 		[[ $p -eq $me ]] && continue
 		for ((i = 0; i < per; i++)); do
 			name=soak.p$p.$i
 			start "$name" -k $k -I $((p * per + i)) -P $p -p $((me * per + i)) \
-				-m recover -R -t 60000 -n 100 -s 65536 -S 20 -T 400
+				-m recover -R -t "$conn_ms" -n 100 -s 65536 -S 20 -T 400
 			names+=("$name")
 		done
 	done
