@@ -229,7 +229,17 @@ remove_test() {
 	for i in 0 1 2; do
 		finish "fail$i" 170
 	done
-	error_events fail0 fail1 fail2
+	if [[ $me == 0 ]]; then
+		# Whether a write here fails is timing: those a process still
+		# counts in flight when its post fails may have completed
+		# before rv's remove callback flushed the QPs, their events
+		# not yet reaped (debug kernel: 3 in flight, all completed).
+		# A count, not a check; each process checked that every write
+		# was accounted for.  The peer's writes do fail (checked there).
+		tap_diag "$(failed_writes fail0 fail1 fail2) writes ended with an error event on the removed device"
+	else
+		error_events fail0 fail1 fail2
+	fi
 	tap_run unload-after rmmod rv
 	barrier remove-end 200 || true
 	if [[ $me == 0 ]]; then
@@ -269,15 +279,23 @@ link_test() {
 	barrier link-end 180 || true
 }
 
-# error_events NAME...: one result, at least one write of these processes
-# (their "conn:" lines) ended with an error event.
-error_events() {
+# failed_writes NAME...: writes of these processes that ended with an
+# error event, from their last "conn: ..." line.
+failed_writes() {
 	local name sum=0 n
 	for name in "$@"; do
 		n=$(sed -n 's/.*conn: .* posted, [0-9]* ok, \([0-9]*\) failed$/\1/p' \
 			"$RV_OUT/$name.out" | tail -n 1)
 		sum=$((sum + ${n:-0}))
 	done
+	echo "$sum"
+}
+
+# error_events NAME...: one result, at least one write of these processes
+# (their "conn:" lines) ended with an error event.
+error_events() {
+	local sum
+	sum=$(failed_writes "$@")
 	if [[ $sum -gt 0 ]]; then
 		tap_ok "error-events"
 	else
