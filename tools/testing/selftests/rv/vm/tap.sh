@@ -123,8 +123,7 @@ rv_ack_timeout_at_least() {
 # than 7 tries of rv's default (15, about 134 ms each) ride out, and its
 # QPs fail with RETRY_EXC_ERR without any fault injected: 17 (about
 # 537 ms) rides the stalls out.  A debug-kernel guest ($RV_TIME_SCALE > 1)
-# moves about 1 MB/s, so re-sending a window of writes (go-back-N) takes
-# longer than one try at 18: 20 (about 4.3 s) there.
+# runs several times slower still: 20 (about 4.3 s) there.
 rv_ack_timeout_busy() {
 	if ((${RV_TIME_SCALE:-1} > 1)); then
 		rv_ack_timeout_at_least 20
