@@ -666,7 +666,8 @@ static void after_fault(void)
 	/*
 	 * Whether this process had writes in flight when the QPs failed is
 	 * timing (another process's writes may fail them first); the
-	 * script requires error events of the node's processes together.
+	 * script checks error events of a node's processes together, on
+	 * the nodes where they must occur.
 	 */
 	/*
 	 * RECV events of the peer's writes that landed before the fault may
@@ -680,7 +681,7 @@ static void after_fault(void)
 	while (rv_now_ms() < until && (ret = reap(0)) > 0)
 		queued += ret;
 	if (queued)
-		diag("%d events queued before the fault reaped", queued);
+		diag("reaped %d events queued before the fault", queued);
 	ret = reap(200);
 	check(ret == 0, "ring-quiet", "%d events after all were accounted", ret);
 	ret = rv_stats(rv, &s);

@@ -307,7 +307,7 @@ error_events() {
 
 soak_test() {
 	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
-	local down ack gap conn_ms cut_fails=0
+	local down ack ack_arg gap conn_ms cut_fails=0
 	local -a names=()
 	# Processes per peer node: 4 processes per node whatever the size of
 	# the group (4 with 2 nodes, 2 per peer with 3).  Node me's process i
@@ -316,26 +316,27 @@ soak_test() {
 	if [[ $RV_NODES -eq 3 ]]; then
 		# 3 VMs on 2 host cores need a longer ack_timeout (tap.sh).
 		barrier soak-before-reload || true
-		ack=$(rv_ack_timeout_busy)
-		if ! { rmmod rv && rv_insmod "$ack"; }; then
-			tap_diag "reload with $ack failed"
+		ack_arg=$(rv_ack_timeout_busy)
+		if ! { rmmod rv && rv_insmod "$ack_arg"; }; then
+			tap_diag "reload with $ack_arg failed"
 		fi
 	fi
 	# A cut must outlast the 7 tries of a write (4.096 us * 2^ack_timeout
 	# each) by a quarter, or the QPs ride it out and nothing is tested:
-	# 3 s at 15, 5 s at 17, 10 s at the debug kernel's 18.
+	# 1.25 * 7 * 4096 ns = 35840 ns per 2^ack_timeout, rounded up to
+	# whole seconds: 3 s at 15 (the floor), 5 s at 17, 10 s at 18.
 	ack=$(cat /sys/module/rv/parameters/ack_timeout 2>/dev/null || echo 15)
 	down=$(((35840 * (1 << ack) + 999999999) / 1000000000))
 	((down < 3)) && down=3
 	# Between cuts the connections reconnect: slower on a slower guest.
 	gap=$(rv_secs 9)
-	barrier soak-start || true
 	# The connection timeout (-t) must outlast a cut and the reconnect
 	# after it, and a reconnect is refused (BUSY) until the peer's QP has
 	# failed too, 7 tries after its last send: 60 s, or 4 cuts' worth.
 	# (At ack_timeout 20, 38 s cuts, recoveries took up to 50 s and 2 of
 	# 12 connections gave up at 60 s.)
 	conn_ms=$((down * 4 > 60 ? down * 4000 : 60000))
+	barrier soak-start || true
 	for ((p = 0; p < RV_NODES; p++)); do
 		[[ $p -eq $me ]] && continue
 		for ((i = 0; i < per; i++)); do
