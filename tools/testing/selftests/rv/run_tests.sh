@@ -82,20 +82,37 @@ emit() {
 # the command's business and are not re-emitted.
 tap_re='^(ok|not ok) [0-9]+( - | )?([^#]*[^[:space:]#])?[[:space:]]*(# ?(.*))?$'
 
-# Re-emit the top-level TAP results in FILE as <prefix>/<name>.
+# Re-emit the top-level TAP results in FILE as <prefix>/<name>.  A failure
+# comes with the last few "#" lines before it (its reason, the way
+# tap_fail and kselftest print one), so a CI log says why on its own.
 emit_tap() {
 	local file=$1 prefix=$2 line verdict name dir running=unnamed
+	local -a said=()
+	emit_tap_failed=0
 	while IFS= read -r line; do
 		# The 6.1 harness names a skipped test only in its "#  RUN" line.
 		if [[ $line =~ ^#[[:space:]]+RUN[[:space:]]+([^[:space:]]+) ]]; then
 			running=${BASH_REMATCH[1]}
 			continue
 		fi
+		if [[ $line == \#* ]]; then
+			said+=("$line")
+			((${#said[@]} > 3)) && said=("${said[@]:1}")
+			continue
+		fi
 		[[ $line =~ $tap_re ]] || continue
 		verdict=${BASH_REMATCH[1]}
 		name=${BASH_REMATCH[3]:-$running}
 		dir=${BASH_REMATCH[5]:-}
-		[[ $verdict == ok ]] || verdict=notok
+		if [[ $verdict != ok ]]; then
+			verdict=notok
+			emit_tap_failed=$((emit_tap_failed + 1))
+			for line in "${said[@]}"; do
+				line=${line#\#}
+				echo "# $prefix: ${line# }"
+			done
+		fi
+		said=()
 		# A '# TODO'/'# XFAIL' etc. keep their directive.
 		emit "$verdict" "$prefix/${name// /_}" "$dir"
 	done <"$file"
@@ -133,7 +150,14 @@ run_group() {
 	sed 's/^/# /' "$out/rv-vm.log"
 
 	for ((i = 0; i < nodes; i++)); do
+		emit_tap_failed=0
 		[[ -r $out/node$i.out ]] && emit_tap "$out/node$i.out" "$group/node$i"
+		# rv's own kernel log lines (reconnects and their reasons,
+		# device events) explain most failures of a multi-node test
+		if ((emit_tap_failed)) && [[ -r $out/node$i.dmesg ]]; then
+			grep -E '\<rv: ' "$out/node$i.dmesg" | tail -n 20 |
+				sed "s|^|# $group/node$i: dmesg: |"
+		fi
 
 		why=()
 		[[ -e $out/node$i.rc.timeout ]] && why+=("timed out after ${gtimeout}s")

@@ -100,7 +100,7 @@ static uint32_t nseen;
 static uint64_t my_seed;
 /* what happened */
 static uint64_t posted, ok_events, err_events, resent, dups, eagain,
-	eagain_recon, rounds, recv_events;
+	eagain_recon, rounds, recv_events, other_gen;
 static uint64_t gen0, t_first_err, t_back, t_start;
 static int fault_errno;
 static struct rv_conn_query q_done;	/* when this stream was done */
@@ -359,9 +359,10 @@ static void on_event(const struct rv_event *e)
 			return;
 		}
 		ok_events++;
-		if (is("clean") && e->generation != gen0)
-			check(false, "send-generation", "wr %u: %u, started %llu",
-			      i, e->generation, (unsigned long long)gen0);
+		/* checked once at the end: a reconnect changes them all */
+		if (e->generation != gen0 && !other_gen++)
+			diag("wr %u completed in generation %u, started in %llu",
+			     i, e->generation, (unsigned long long)gen0);
 		sstate[i] = ST_DONE;
 		ndone++;
 	} else if (e->kind == RV_EVENT_RECV) {
@@ -772,6 +773,10 @@ static void after_stream(const struct rv_mr_stats *m0)
 	if (is("clean")) {
 		check(!err_events, "no-errors", "%llu writes failed",
 		      (unsigned long long)err_events);
+		check(!other_gen, "send-generation",
+		      "%llu of %llu writes completed in a generation other than %llu",
+		      (unsigned long long)other_gen,
+		      (unsigned long long)ok_events, (unsigned long long)gen0);
 		check(q_done.state == RV_CONN_STATE_CONNECTED &&
 		      q_done.generation == gen0, "same-generation",
 		      "state %u generation %llu, started %llu", q_done.state,

@@ -157,10 +157,21 @@ reload_rv() {
 	grep -qw '^rv' /proc/modules || rv_insmod
 }
 
+reload_rv_with() {
+	rmmod rv && rv_insmod "$@"
+}
+
 # ---- SIGKILL mid-traffic -------------------------------------------------
 
 kill_test() {
-	local k=rk i vslot vpin mrs
+	local k=rk i vslot vpin mrs ack
+	# 5 streaming processes per guest, 2 guests on the host's 2 cores: a
+	# guest stall can outlast the 7 tries of the default ack_timeout (15)
+	# and fail a QP with RETRY_EXC_ERR, a reconnect the clean processes
+	# report as a generation change (seen once in CI).  17 rides such
+	# stalls out (tap.sh, mpi.sh); this test is about SIGKILL.
+	ack=$(rv_ack_timeout_at_least 17)
+	tap_run reload-ack-timeout reload_rv_with "$ack"
 	barrier kill-start || true
 	# -R: rounds until $k.stop, so the kill and the newcomer happen next
 	# to live traffic however fast each stream goes (checked below)
