@@ -12,7 +12,8 @@
 #                           survivors finish verified with no failed write
 #                           and no generation change, a newcomer gets the
 #                           dead process's slot and streams too; rmmod
-#                           succeeds at the end
+#                           succeeds at the end (rv reloaded with
+#                           ack_timeout=17 first: see kill_test)
 #   reliability.sh remove   3 processes per node in flight when node0 runs
 #                           "rdma link delete": node0's posts end in ENODEV,
 #                           node1's in EPIPE once its connection gives up;
