@@ -406,8 +406,21 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		 * transport retries and the client's next attempt finds it
 		 * free; a live QP is not disturbed.
 		 */
-		if (qp->cm_id && qp->state == RV_QP_CONNECTED)
+		if (qp->cm_id && qp->state == RV_QP_CONNECTED) {
 			rv_write_probe(qp);
+		} else if (qp->cm_id && qp->state == RV_QP_CONNECTING) {
+			/*
+			 * An accept still waiting for its RTU.  ib_cm answers
+			 * a retransmitted REQ itself, so a new request means
+			 * the client gave that attempt up (our REP was lost:
+			 * seen when a link came back mid-handshake).  Left
+			 * alone it answers BUSY until ib_cm's REP retries run
+			 * out, for a minute or more.  Park it for the work to
+			 * destroy: the client's next attempt is accepted.  A
+			 * forged request can only delay a handshake.
+			 */
+			rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_NONE);
+		}
 		rej = RV_CM_REJ_BUSY;
 		goto out_unlock_conn;
 	}

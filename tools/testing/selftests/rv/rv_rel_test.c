@@ -360,7 +360,7 @@ static void on_event(const struct rv_event *e)
 		}
 		ok_events++;
 		/* checked once at the end: a reconnect changes them all */
-		if (e->generation != gen0 && !other_gen++)
+		if (e->generation != gen0 && !other_gen++ && is("clean"))
 			diag("wr %u completed in generation %u, started in %llu",
 			     i, e->generation, (unsigned long long)gen0);
 		sstate[i] = ST_DONE;
