@@ -150,7 +150,7 @@ run_group() {
 	sed 's/^/# /' "$out/rv-vm.log"
 
 	for ((i = 0; i < nodes; i++)); do
-		emit_tap_failed=0
+		emit_tap_failed=0	# emit_tap's count, when there is no output
 		[[ -r $out/node$i.out ]] && emit_tap "$out/node$i.out" "$group/node$i"
 		# rv's own kernel log lines (reconnects and their reasons,
 		# device events) explain most failures of a multi-node test

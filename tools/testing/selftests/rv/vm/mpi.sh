@@ -78,7 +78,7 @@ fi
 # 18 + 1).  A longer one of the run's (the debug kernel's 18) stays.
 if [[ $PROV == rv && -c /dev/rv ]]; then
 	ack=$(rv_ack_timeout_at_least 17)
-	if rmmod rv && rv_insmod "$ack"; then
+	if rv_reload "$ack"; then
 		tap_ok mpi-rv-ack-timeout
 	else
 		tap_fail mpi-rv-ack-timeout "cannot reload rv with $ack"

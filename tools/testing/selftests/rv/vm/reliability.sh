@@ -158,10 +158,6 @@ reload_rv() {
 	grep -qw '^rv' /proc/modules || rv_insmod
 }
 
-reload_rv_with() {
-	rmmod rv && rv_insmod "$@"
-}
-
 # ---- SIGKILL mid-traffic -------------------------------------------------
 
 kill_test() {
@@ -172,7 +168,7 @@ kill_test() {
 	# report as a generation change (seen once in CI).  17 rides such
 	# stalls out (tap.sh, mpi.sh); this test is about SIGKILL.
 	ack=$(rv_ack_timeout_at_least 17)
-	tap_run reload-ack-timeout reload_rv_with "$ack"
+	tap_run reload-ack-timeout rv_reload "$ack"
 	barrier kill-start || true
 	# -R: rounds until $k.stop, so the kill and the newcomer happen next
 	# to live traffic however fast each stream goes (checked below)
@@ -329,7 +325,7 @@ soak_test() {
 		# 3 VMs on 2 host cores need a longer ack_timeout (tap.sh).
 		barrier soak-before-reload || true
 		ack_arg=$(rv_ack_timeout_busy)
-		if ! { rmmod rv && rv_insmod "$ack_arg"; }; then
+		if ! rv_reload "$ack_arg"; then
 			tap_diag "reload with $ack_arg failed"
 		fi
 	fi
@@ -345,8 +341,6 @@ soak_test() {
 	# The connection timeout (-t) must outlast a cut and the reconnect
 	# after it, and a reconnect is refused (BUSY) until the peer's QP has
 	# failed too, 7 tries after its last send: 60 s, or 4 cuts' worth.
-	# (At ack_timeout 20, 38 s cuts, recoveries took up to 50 s and 2 of
-	# 12 connections gave up at 60 s.)
 	conn_ms=$((down * 4 > 60 ? down * 4000 : 60000))
 	barrier soak-start || true
 	for ((p = 0; p < RV_NODES; p++)); do

@@ -104,6 +104,13 @@ rv_insmod() {
 	insmod "$RV_KO" ${RV_KO_ARGS:-} "$@"
 }
 
+# rv_reload [PARAM=VALUE...]: unload rv and load it again with these
+# parameters, e.g. a longer ack_timeout (no rv file may be open: callers
+# with peers reload at a barrier).
+rv_reload() {
+	rmmod rv && rv_insmod "$@"
+}
+
 # rv_ack_timeout_at_least N: "ack_timeout=M" for rv_insmod, M the larger
 # of N and the run's own ack_timeout in $RV_KO_ARGS (the debug kernel's
 # 18): a test that needs a longer timeout must not shorten the run's.

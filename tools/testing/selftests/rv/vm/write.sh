@@ -57,12 +57,6 @@ phase() {
 	barrier "end-$name" $((nominal + 90)) || true
 }
 
-# reload_rv [PARAM=VALUE...]: rv again with these parameters (both nodes
-# at a barrier: no rv file may be open).
-reload_rv() {
-	rmmod rv && rv_insmod "$@"
-}
-
 pair() {
 	phase stream 200 -m stream -k ws -P 2 -b $((4 << 20)) -M 20 \
 		-B 16777216,8388609,8388608
@@ -83,7 +77,7 @@ pair() {
 	barrier after-reload || true
 	phase eagain 200 -m eagain -k wg -P 1 -c 1 -F 16384 -C 1024
 	barrier before-restore || true
-	tap_run reload-default reload_rv
+	tap_run reload-default rv_reload
 }
 
 a2a() {
@@ -91,11 +85,11 @@ a2a() {
 	# fail with RETRY_EXC_ERR without any fault injected (an error event,
 	# not a data-path bug: write-pair and rel-* test that path).
 	barrier before-reload || true
-	tap_run reload-ack-timeout reload_rv "$(rv_ack_timeout_busy)"
+	tap_run reload-ack-timeout rv_reload "$(rv_ack_timeout_busy)"
 	barrier after-reload || true
 	phase a2a 220 -m stream -k wa -P 4 -b $((1 << 20)) -M 18
 	barrier before-restore || true
-	tap_run reload-default reload_rv
+	tap_run reload-default rv_reload
 }
 
 tap_begin
