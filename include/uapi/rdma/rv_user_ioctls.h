@@ -228,8 +228,10 @@ struct rv_attach {
  * @access: in: RV_ACCESS_* bits
  * @handle: out: names the registration in DEREG_MEM and later commands;
  *	handles are per file and a hit returns the handle of the cached entry
- * @lkey: out: local key, for the job's QPs
- * @rkey: out: remote key a peer uses to write into (or read) the buffer
+ * @lkey: out: the registration's local key with remote access, else 0
+ *	(rv's writes name their source by @handle, never by key)
+ * @rkey: out: remote key a peer uses to write into (or read) the buffer;
+ *	0 without RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ
  * @iova: out: the address a peer uses with @rkey for the byte at @addr
  *	(offsets from @addr carry over unchanged)
  * @region_addr: out: start of the cached region that covers the request
@@ -237,15 +239,21 @@ struct rv_attach {
  *
  * A request that lies inside a cached region registered with at least
  * @access is a hit; the entry gains one reference.  Otherwise the pages are
- * pinned (charged to RLIMIT_MEMLOCK) and registered in the job's kernel PD.
+ * pinned (charged to RLIMIT_MEMLOCK) and mapped for the job's device; with
+ * remote access they are registered in the job's kernel PD.  Every byte
+ * must be mapped readable by the caller, and writable when @access has
+ * RV_ACCESS_LOCAL_WRITE or RV_ACCESS_REMOTE_WRITE; a later mprotect()
+ * does not change what was pinned.
  * When the cache would exceed its limit (ATTACH's @mr_cache_bytes), unused
  * entries are evicted, least recently used first.  One registration may be
  * as large as the limit; no splitting is needed.
  *
  * Errors:
  *  EINVAL   @length 0, @addr + @length wraps, unknown @access bits
- *  EFAULT   part of the range is not mapped
- *  ENOMEM   pinning would exceed RLIMIT_MEMLOCK (or out of memory)
+ *  EFAULT   part of the range is not mapped, or mapped without the
+ *           access above (PROT_NONE, read-only for a writable request)
+ *  ENOMEM   pinning would exceed RLIMIT_MEMLOCK (also when it is 0 and the
+ *           caller lacks CAP_IPC_LOCK), or out of memory
  *  ENOSPC   the request cannot fit under the cache limit even after
  *           evicting every unused entry
  *  ENODEV   the device was removed
@@ -436,8 +444,9 @@ struct rv_ring_header {
  * @wr_id: SEND: the caller's wr_id; RECV: 0
  * @imm: RECV: the immediate data, as sent; SEND: 0
  * @bytes: SEND: the write's @length; RECV: bytes of the write's last
- *	segment (its whole length unless longer than CONN_QUERY's
- *	@max_segment)
+ *	work request: all of a write of at most 4 KiB, otherwise 1 up to
+ *	its last @max_segment (CONN_QUERY) piece, depending on how the
+ *	sender's pages split it (see POST_WRITE)
  * @conn_id: the connection's node-wide id (CONN_CREATE's @conn_id)
  * @generation: SEND: the connection's generation when the write was
  *	posted (a write of an older generation than the current one may need
@@ -726,11 +735,14 @@ struct rv_conn_destroy {
  * rv stripes writes over the connection's QPs, each with as many writes
  * in flight as its send queue holds (CONN_CREATE's @send_depth); when
  * every QP is full the post fails with EAGAIN and nothing is queued: reap
- * SEND events and post again.  A write longer than the connection's
- * @max_segment (CONN_QUERY) is split into segments on one QP, each
- * taking a send queue entry; only the last carries the immediate, so the
- * receiver sees one RECV event, after all the data has landed, whose
- * @bytes are those of the last segment.
+ * SEND events and post again.  A write is posted as work requests on one
+ * QP, each taking a send queue entry: each carries at most the
+ * connection's @max_segment (CONN_QUERY) bytes and at most the device's
+ * SGE limit (16 at most) of physically contiguous runs of the source's
+ * pages, so a write from scattered 4 KiB pages takes one work request per
+ * 16 pages or so.  Only the last carries the immediate, so the receiver
+ * sees one RECV event, after all the data has landed, whose @bytes are
+ * those of the last work request.
  *
  * Each write ends with exactly one RV_EVENT_SEND in the posting
  * process's ring, carrying @wr_id and the status; an error status (a bad

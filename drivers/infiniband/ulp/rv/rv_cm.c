@@ -119,7 +119,7 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 			/* Drain markers, and a heartbeat on the send queue. */
 			.max_send_wr = conn->depth + 2,
 			.max_recv_wr = conn->depth + 1,
-			.max_send_sge = 1,
+			.max_send_sge = conn->max_sge,
 			.max_recv_sge = 1,
 		},
 		.sq_sig_type = IB_SIGNAL_REQ_WR,

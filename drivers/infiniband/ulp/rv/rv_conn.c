@@ -136,6 +136,8 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	init_waitqueue_head(&conn->wait);
 	conn->timeout = msecs_to_jiffies(rv_conn_timeout_ms);
 	conn->max_segment = port_attr.max_msg_sz ?: SZ_1G;
+	conn->max_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
+				RV_MAX_SEND_SGE);
 	rv_write_conn_init(conn);
 
 	for (i = 0; i < num_conn; i++) {

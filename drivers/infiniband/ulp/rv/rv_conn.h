@@ -149,6 +149,13 @@ struct rv_conn_qp {
 	bool flush_seen;
 };
 
+/*
+ * SGEs a write's work request carries at most: a write from a registration
+ * of scattered pages takes an SGE per DMA-contiguous run; more SGEs mean
+ * fewer work requests, but a bigger send queue entry on most devices.
+ */
+#define RV_MAX_SEND_SGE 16
+
 /**
  * struct rv_conn - a job's connection to one remote node
  * @kref: one reference per handle (and per waiting CONN_QUERY)
@@ -181,6 +188,8 @@ struct rv_conn_qp {
  * @rejects: client: requests the remote rejected
  * @wait: CONN_QUERY waiters, woken on every state change
  * @max_segment: longest RDMA WRITE the port takes; constant
+ * @max_sge: SGEs per write work request: the device's limit, at most
+ *	RV_MAX_SEND_SGE; constant
  * @next_qp: where the next write's search for a QP with room starts;
  *	protected by @lock
  * @stats: data path counters (atomics)
@@ -221,6 +230,7 @@ struct rv_conn {
 	wait_queue_head_t wait;
 
 	u32 max_segment;
+	u32 max_sge;
 	u32 next_qp;
 	struct rv_io_stats stats;
 	atomic64_t drops_no_slot;

@@ -5,12 +5,18 @@
  * Middleware registers the same buffers over and over; a hit here costs a
  * tree lookup instead of pinning pages and programming the device.
  *
- * Registration uses ib_reg_user_mr(), the core's helper for kernel MRs over
- * user memory: the driver pins the pages with ib_umem_get() (so
- * RLIMIT_MEMLOCK is charged to the caller) and maps them however it can,
- * with no page-list limit (rxe's fast-registration lists stop at 512
- * pages), so one entry covers any request the cache limit allows.  The MR
- * is in the job's kernel PD with iova == the user address.
+ * Registration pins the pages with ib_umem_get() (charged to the caller's
+ * RLIMIT_MEMLOCK, DMA-mapped for the device) and keeps each page's DMA
+ * address: a write from the registration posts SGEs with the PD's local
+ * DMA lkey, which every RC driver supports, so local-only registrations
+ * never reach a driver's reg_user_mr (irdma's dereferences the missing
+ * udata, hns's allocates a buffer of its own).  A registration with
+ * remote access still goes through ib_reg_user_mr(), which pins the pages
+ * itself; writes from it use the MR's lkey, with iova == the user address.
+ *
+ * Every byte must be mapped with read access (and write access when the
+ * device may write): ib_umem_get() forces read-only pins, so without this
+ * a PROT_NONE page would be pinned and readable by the device.
  *
  * Lookup: an interval tree of the CACHED entries, O(log n + k) for k
  * entries overlapping the request; the first one that contains the request
@@ -27,11 +33,14 @@
 #include "rv.h"
 #include "rv_trace.h"
 
+#include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
 
-#define RV_ACCESS_ALL \
-	(RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)
+#define RV_ACCESS_REMOTE (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)
+#define RV_ACCESS_ALL (RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE)
 
 /* Registrations of a range that keeps changing under us give up then. */
 #define RV_MR_REG_TRIES 3
@@ -100,9 +109,27 @@ static void rv_mr_put_user(struct rv_mr_cache *cache, struct rv_mr_entry *e,
 }
 
 /*
+ * Undo rv_mr_map(): the device forgets the pages, then they are unpinned.
+ * The caller holds the device's rwsem for read and owns @e (NEW or DEAD).
+ */
+static void rv_mr_unmap(struct rv_mr_entry *e)
+{
+	if (e->mr) {
+		ib_dereg_mr(e->mr);
+		e->mr = NULL;
+	}
+	if (e->umem) {
+		ib_umem_release(e->umem);
+		e->umem = NULL;
+	}
+	kvfree(e->dma);
+	e->dma = NULL;
+}
+
+/*
  * Deregister and free DEAD entries.  The caller holds the device's rwsem
- * for read (device removal, which clears ->mr, holds it for write) and
- * not cache->lock.
+ * for read (device removal, which clears ->mr and ->umem, holds it for
+ * write) and not cache->lock.
  */
 static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 {
@@ -111,8 +138,7 @@ static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 	list_for_each_entry_safe(e, tmp, list, lru) {
 		list_del(&e->lru);
 		trace_rv_mr_free(e);
-		if (e->mr)
-			ib_dereg_mr(e->mr);
+		rv_mr_unmap(e);
 		/* Waits for an invalidation of this range still running. */
 		mmu_interval_notifier_remove(&e->notifier);
 		spin_lock(&cache->lock);
@@ -269,17 +295,23 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 {
 	struct rv_mr_entry *e;
 	unsigned long index;
+	struct ib_umem *umem;
 	struct ib_mr *mr;
 
 	xa_for_each(&cache->handles, index, e) {
 		spin_lock(&cache->lock);
 		mr = e->mr;
 		e->mr = NULL;
+		umem = e->umem;
+		e->umem = NULL;
 		if (e->state == RV_MR_CACHED)
 			rv_mr_retire(cache, e);
 		spin_unlock(&cache->lock);
+		/* Writes read ->dma only under the rwsem we hold for write. */
 		if (mr)
 			ib_dereg_mr(mr);
+		if (umem)
+			ib_umem_release(umem);
 	}
 }
 
@@ -289,15 +321,14 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
  * @handle: REG_MEM's handle
  * @addr: start of the data, inside the registration
  * @length: bytes, at least 1
- * @lkey: out: the MR's lkey
  *
- * Caller holds the device's rwsem for read (the MR stays registered).
+ * Caller holds the device's rwsem for read (the pages stay mapped).
  * Returns the entry, or ERR_PTR(-ENOENT) (no such handle held by the
  * user), ERR_PTR(-ESTALE) (memory changed, or the device's MR is gone),
  * ERR_PTR(-ERANGE) (not inside the registration).
  */
 struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
-				 u64 addr, u64 length, u32 *lkey)
+				 u64 addr, u64 length)
 {
 	struct rv_mr_entry *e;
 
@@ -306,17 +337,73 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 	if (!e || !e->user_refs ||
 	    (e->state != RV_MR_CACHED && e->state != RV_MR_STALE))
 		e = ERR_PTR(-ENOENT);
-	else if (e->state == RV_MR_STALE || !e->mr)
+	else if (e->state == RV_MR_STALE || (!e->mr && !e->umem))
 		e = ERR_PTR(-ESTALE);
 	else if (addr < e->it.start || addr - e->it.start > e->length ||
 		 length > e->length - (addr - e->it.start))
 		e = ERR_PTR(-ERANGE);
 	else
 		e->io_refs++;	/* in use already: the user holds it */
-	if (!IS_ERR(e))
-		*lkey = e->mr->lkey;
 	spin_unlock(&cache->lock);
 	return e;
+}
+
+void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
+		     u32 local_dma_lkey, u64 addr, u64 length)
+{
+	it->e = e;
+	it->lkey = e->mr ? e->mr->lkey : local_dma_lkey;
+	it->pos = addr;
+	it->left = length;
+}
+
+/**
+ * rv_mr_sge_next - the SGEs of a write's next work request
+ * @it: the walk, from rv_mr_sge_start()
+ * @sge: out: at most @max_sge SGEs
+ * @max_sge: SGEs a work request may carry, at least 1
+ * @max_bytes: bytes a work request may carry, at least 1
+ * @bytes: out: bytes in @sge
+ *
+ * An MR covers the registration with iova == the user address: one SGE.
+ * Otherwise an SGE per run of DMA-contiguous pages.  The caller holds the
+ * device's rwsem for read (->dma stays mapped).  Returns the SGEs filled,
+ * 0 once the walk is over.
+ */
+u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
+		   u32 max_sge, u32 max_bytes, u32 *bytes)
+{
+	const struct rv_mr_entry *e = it->e;
+	u64 first_page = e->it.start & PAGE_MASK;
+	u32 n = 0, total = 0;
+
+	while (it->left && total < max_bytes) {
+		u32 len = min_t(u64, it->left, max_bytes - total);
+		u64 addr = it->pos;
+
+		if (!e->mr) {
+			u32 off = offset_in_page(it->pos);
+
+			len = min_t(u32, len, PAGE_SIZE - off);
+			addr = e->dma[(it->pos - first_page) >> PAGE_SHIFT] +
+			       off;
+		}
+		if (n && sge[n - 1].addr + sge[n - 1].length == addr) {
+			sge[n - 1].length += len;
+		} else {
+			if (n == max_sge)
+				break;
+			sge[n].addr = addr;
+			sge[n].length = len;
+			sge[n].lkey = it->lkey;
+			n++;
+		}
+		total += len;
+		it->pos += len;
+		it->left -= len;
+	}
+	*bytes = total;
+	return n;
 }
 
 /*
@@ -433,6 +520,75 @@ static int rv_mr_ib_access(u32 access)
 }
 
 /*
+ * ib_umem_get() pins read-only registrations with FOLL_FORCE: refuse
+ * ranges the caller could not access itself (a PROT_NONE guard page,
+ * write access to a read-only mapping).  An mprotect() after REG_MEM
+ * leaves the pinned pages registered, as with any verbs MR.
+ */
+static int rv_mr_check_vmas(u64 addr, u64 length, bool writable)
+{
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	u64 end = addr + length;
+	int ret = 0;
+
+	mmap_read_lock(mm);
+	while (addr < end) {
+		vma = vma_lookup(mm, addr);
+		if (!vma || !(vma->vm_flags & VM_READ) ||
+		    (writable && !(vma->vm_flags & VM_WRITE))) {
+			ret = -EFAULT;
+			break;
+		}
+		addr = vma->vm_end;
+	}
+	mmap_read_unlock(mm);
+	return ret;
+}
+
+/*
+ * Pin and DMA-map a local-only registration, keeping each page's DMA
+ * address so that a write finds its SGEs without walking a scatterlist.
+ */
+static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
+{
+	struct ib_block_iter biter;
+	struct ib_umem *umem;
+	size_t npages, i = 0;
+
+	umem = ib_umem_get(ibdev, e->it.start, e->length,
+			   rv_mr_ib_access(e->access));
+	if (IS_ERR(umem))
+		return PTR_ERR(umem);
+	npages = ib_umem_num_dma_blocks(umem, PAGE_SIZE);
+	e->dma = kvmalloc_array(npages, sizeof(*e->dma), GFP_KERNEL_ACCOUNT);
+	if (!e->dma) {
+		ib_umem_release(umem);
+		return -ENOMEM;
+	}
+	/* Exactly @npages blocks, the first one holding @e->it.start. */
+	rdma_umem_for_each_dma_block(umem, &biter, PAGE_SIZE)
+		e->dma[i++] = rdma_block_iter_dma_address(&biter);
+	e->umem = umem;
+	return 0;
+}
+
+/* Pin and map @e's pages for the device: see the top of this file. */
+static int rv_mr_map(struct rv_mr_entry *e, struct ib_pd *pd)
+{
+	struct ib_mr *mr;
+
+	if (!(e->access & RV_ACCESS_REMOTE))
+		return rv_mr_pin(e, pd->device);
+	mr = ib_reg_user_mr(pd, e->it.start, e->length, e->it.start,
+			    rv_mr_ib_access(e->access));
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	e->mr = mr;
+	return 0;
+}
+
+/*
  * Register [addr, addr + length) for the current process and cache it
  * with one user reference.  Caller holds rf->lock (so registrations of a
  * file are serialised and the room made stays free) and the device's
@@ -446,7 +602,6 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	struct rv_mr_entry *e;
 	unsigned long seq;
 	LIST_HEAD(victims);
-	struct ib_mr *mr;
 	int tries;
 	int ret;
 
@@ -481,12 +636,17 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	if (ret)
 		goto out_erase;
 
+	ret = rv_mr_check_vmas(addr, length, access & RV_ACCESS_LOCAL_WRITE);
+	if (ret)
+		goto out_remove;
+
 	for (tries = 0; tries < RV_MR_REG_TRIES; tries++) {
 		seq = mmu_interval_read_begin(&e->notifier);
-		mr = ib_reg_user_mr(pd, addr, length, addr,
-				    rv_mr_ib_access(access));
-		if (IS_ERR(mr)) {
-			ret = PTR_ERR(mr);
+		ret = rv_mr_map(e, pd);
+		/* RLIMIT_MEMLOCK of 0 without CAP_IPC_LOCK: still ENOMEM. */
+		if (ret == -EPERM)
+			ret = -ENOMEM;
+		if (ret) {
 			if (ret == -ENOMEM && !reclaimed &&
 			    rv_mr_reclaim(cache, length)) {
 				reclaimed = true;
@@ -499,7 +659,6 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 		if (!mmu_interval_read_retry(&e->notifier, seq)) {
 			struct rv_mr_stats *s = &cache->stats;
 
-			e->mr = mr;
 			e->state = RV_MR_CACHED;
 			interval_tree_insert(&e->it, &cache->tree);
 			s->entries++;
@@ -514,7 +673,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 		}
 		spin_unlock(&cache->lock);
 		/* The pages changed while we pinned them: pin again. */
-		ib_dereg_mr(mr);
+		rv_mr_unmap(e);
 	}
 	ret = -EAGAIN;
 
@@ -580,8 +739,8 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 
 	/* ->mr cannot change: we hold a reference and the rwsem. */
 	cmd->handle = e->handle;
-	cmd->lkey = e->mr->lkey;
-	cmd->rkey = e->mr->rkey;
+	cmd->lkey = e->mr ? e->mr->lkey : 0;
+	cmd->rkey = e->mr ? e->mr->rkey : 0;
 	cmd->iova = cmd->addr;
 	cmd->region_addr = e->it.start;
 	cmd->region_length = e->length;

@@ -11,6 +11,8 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+struct ib_sge;
+struct ib_umem;
 struct rv_job;
 struct rv_file;
 struct rv_ucmd;
@@ -37,7 +39,11 @@ enum rv_mr_state {
  * @it: [start, last] in the cache's interval tree while CACHED
  * @notifier: invalidates the entry when its memory changes
  * @cache: the cache it belongs to
- * @mr: the kernel MR; NULL once deregistered (device removal)
+ * @mr: the kernel MR of a registration with remote access (it pins the
+ *	pages itself); NULL for local-only ones and once deregistered
+ * @umem: the pinned, DMA-mapped pages of a local-only registration; NULL
+ *	for remote ones and once released (device removal)
+ * @dma: DMA address of each page of @umem, from the page holding @it.start
  * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
  * @length: bytes registered
  * @handle: id in @cache->handles
@@ -54,6 +60,8 @@ struct rv_mr_entry {
 	struct mmu_interval_notifier notifier;
 	struct rv_mr_cache *cache;
 	struct ib_mr *mr;
+	struct ib_umem *umem;
+	dma_addr_t *dma;
 	struct list_head lru;
 	u64 length;
 	u32 handle;
@@ -104,8 +112,27 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache);
 void rv_mr_cache_release_ib(struct rv_mr_cache *cache);
 
 struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
-				 u64 addr, u64 length, u32 *lkey);
+				 u64 addr, u64 length);
 void rv_mr_put_io(struct rv_mr_entry *e);
+
+/**
+ * struct rv_mr_sge_iter - walks a write's source as work request SGEs
+ * @e: the registration, held by the write (rv_mr_get_io())
+ * @lkey: key of the SGEs: @e's MR's, or the PD's local DMA lkey
+ * @pos: next byte, as a user address
+ * @left: bytes not yet handed out
+ */
+struct rv_mr_sge_iter {
+	const struct rv_mr_entry *e;
+	u32 lkey;
+	u64 pos;
+	u64 left;
+};
+
+void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
+		     u32 local_dma_lkey, u64 addr, u64 length);
+u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
+		   u32 max_sge, u32 max_bytes, u32 *bytes);
 
 int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,

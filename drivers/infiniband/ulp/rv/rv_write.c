@@ -408,24 +408,26 @@ bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf)
 }
 
 /*
- * Post @ctx's @segs segments on the first connected QP from conn->next_qp
- * with room for them.  Caller holds conn->lock.  Returns 0 once the
- * first segment is posted (the write then ends with a SEND event), or an
- * errno with nothing posted.
+ * Post @ctx's @segs work requests on the first connected QP from
+ * conn->next_qp with room for them, taking their SGEs from @sges.  Caller
+ * holds conn->lock.  Returns 0 once the first work request is posted (the
+ * write then ends with a SEND event), or an errno with nothing posted.
  */
 static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
-			      const struct rv_write *w, u32 lkey)
+			      const struct rv_write *w,
+			      struct rv_mr_sge_iter *sges)
 {
+	struct ib_sge sge[RV_MAX_SEND_SGE];
 	struct rv_conn_qp *qp = NULL;
-	struct ib_sge sge = { .lkey = lkey };
 	struct ib_rdma_wr wr = {
 		.wr = {
 			.wr_cqe = &ctx->cqe,
+			.sg_list = sge,
 			.send_flags = IB_SEND_SIGNALED,
 		},
 		.rkey = w->rkey,
 	};
-	u32 i, n = conn->num_conn, segs = ctx->segs, posted;
+	u32 i, n = conn->num_conn, segs = ctx->segs, posted, bytes = 0;
 	u64 done = 0;
 	int ret = 0;
 
@@ -455,12 +457,9 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 			    ctx->wr_id, ctx->bytes, segs, 0, false);
 
 	for (posted = 0; posted < segs; posted++) {
-		u64 len = min_t(u64, w->length - done, conn->max_segment);
-
-		sge.addr = w->local_addr + done;
-		sge.length = len;
-		wr.wr.sg_list = &sge;
-		wr.wr.num_sge = len ? 1 : 0;
+		wr.wr.num_sge = sges ? rv_mr_sge_next(sges, sge, conn->max_sge,
+						      conn->max_segment,
+						      &bytes) : 0;
 		wr.remote_addr = w->remote_addr + done;
 		if (posted == segs - 1) {
 			wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
@@ -471,7 +470,7 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 		ret = ib_post_send(qp->cm_id->qp, &wr.wr, NULL);
 		if (ret)
 			break;
-		done += len;
+		done += bytes;
 	}
 	if (posted == segs)
 		return 0;
@@ -490,6 +489,25 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 		rv_write_finish(ctx);
 	/* Counted as posted by the caller, which must not touch @ctx now. */
 	return 1;
+}
+
+/*
+ * Work requests a write of @length bytes from @mr needs: as many as its
+ * walk yields, each within the QP's SGE and message size limits.
+ */
+static u32 rv_write_count_segs(const struct rv_conn *conn,
+			       struct rv_mr_entry *mr, u32 lkey,
+			       const struct rv_write *w)
+{
+	struct ib_sge sge[RV_MAX_SEND_SGE];
+	struct rv_mr_sge_iter it;
+	u32 segs = 0, bytes;
+
+	rv_mr_sge_start(&it, mr, lkey, w->local_addr, w->length);
+	while (rv_mr_sge_next(&it, sge, conn->max_sge, conn->max_segment,
+			      &bytes))
+		segs++;
+	return segs;
 }
 
 /* Connection states in which a post may proceed, or the errno. */
@@ -513,10 +531,11 @@ static int rv_write_conn_ready(const struct rv_conn *conn)
  */
 static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 {
+	u32 lkey = rf->job->pd->local_dma_lkey, segs = 1;
 	struct rv_mr_entry *mr = NULL;
+	struct rv_mr_sge_iter sges;
 	struct rv_write_ctx *ctx;
 	struct rv_conn *conn;
-	u32 lkey = 0, segs;
 	int ret;
 
 	if (w->length > RV_MAX_WRITE_BYTES)
@@ -529,15 +548,18 @@ static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 	conn = w->conn_handle ? xa_load(&rf->conns, w->conn_handle) : NULL;
 	if (!conn)
 		return -ENOENT;
-	segs = w->length ? DIV_ROUND_UP_ULL(w->length, conn->max_segment) : 1;
-	if (segs > conn->depth)
-		return -EMSGSIZE;
 
 	if (w->length) {
 		mr = rv_mr_get_io(&rf->mr_cache, w->mr_handle, w->local_addr,
-				  w->length, &lkey);
+				  w->length);
 		if (IS_ERR(mr))
 			return PTR_ERR(mr);
+		segs = rv_write_count_segs(conn, mr, lkey, w);
+		rv_mr_sge_start(&sges, mr, lkey, w->local_addr, w->length);
+	}
+	if (segs > conn->depth) {
+		ret = -EMSGSIZE;
+		goto out_put_mr;
 	}
 	ctx = kmem_cache_alloc(rv_write_cache, GFP_KERNEL);
 	if (!ctx) {
@@ -558,7 +580,7 @@ static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 		/* Counted first: a completion may run before we return. */
 		atomic_inc(&conn->inflight);
 		atomic_inc(&rf->inflight);
-		ret = rv_write_post_segs(conn, ctx, w, lkey);
+		ret = rv_write_post_segs(conn, ctx, w, mr ? &sges : NULL);
 		if (ret < 0) {
 			atomic_dec(&conn->inflight);
 			atomic_dec(&rf->inflight);

@@ -696,6 +696,68 @@ TEST_F(mr, memlock_limit)
 	EXPECT_EQ(384, rv_proc_status_kb("VmPin"));
 }
 
+/*
+ * RLIMIT_MEMLOCK 0 without CAP_IPC_LOCK: the kernel's pin check answers
+ * EPERM, rv's uAPI says ENOMEM like any other rlimit refusal.
+ */
+TEST_F(mr, memlock_zero)
+{
+	struct rlimit rl = { 0, 0 };
+
+	ASSERT_EQ(0, rv_drop_cap_ipc_lock());
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 4096, ACC_LW,
+				      NULL));
+	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 4096, ACC_RW,
+				      NULL));
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(2, stats_of(self->rv).failures);
+	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
+}
+
+/*
+ * Memory the caller cannot access is never pinned: a PROT_NONE page
+ * anywhere in the range, whatever the access asked for (the kernel's
+ * read-only pins are forced), and write access to a read-only mapping.
+ */
+TEST_F(mr, inaccessible_refused)
+{
+	static const unsigned int accesses[] = {
+		0, ACC_LW, ACC_RW, ACC_RR, ACC_LW | ACC_RR,
+	};
+	char *guard = self->buf + 1 * MiB;
+	char *ro = self->buf + 2 * MiB;
+	unsigned int i;
+	int h;
+
+	ASSERT_EQ(0, mprotect(guard, 4096, PROT_NONE));
+	ASSERT_EQ(0, mprotect(ro, 64 * KiB, PROT_READ));
+	for (i = 0; i < sizeof(accesses) / sizeof(accesses[0]); i++) {
+		EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, guard, 4096,
+					      accesses[i], NULL));
+		/* The guard page in the middle of readable memory. */
+		EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, guard - 8192, 16384,
+					      accesses[i], NULL));
+	}
+	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, ro, 4096, ACC_LW, NULL));
+	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, ro, 4096, ACC_RW, NULL));
+	EXPECT_EQ(0, stats_of(self->rv).entries);
+	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
+
+	/* Read access is what a write's source or REMOTE_READ needs. */
+	h = rv_reg_mem(self->rv, ro, 64 * KiB, 0, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	h = rv_reg_mem(self->rv, ro, 64 * KiB, ACC_RR, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	/* The pages around the guard still register. */
+	h = rv_reg_mem(self->rv, guard - 8192, 8192, ACC_LW, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(3, stats_of(self->rv).entries);
+}
+
 /* Thousands of register/evict cycles: keys are recycled, nothing fails. */
 TEST_F(mr, many_cycles)
 {

@@ -5,7 +5,7 @@
  *
  *   rv_write_test -m MODE -D DIR -k KEY -N NODE -P PROCS [-b BYTES]
  *                 [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN]
- *                 [-T SECONDS] IP...
+ *                 [-T SECONDS] [-S] IP...
  *
  * IP... are the addresses of all nodes, in node order; NODE is this one.
  * The program forks PROCS ranks (rank id = NODE * PROCS + proc), each
@@ -26,6 +26,10 @@
  *          between messages.  Every SEND and RECV event must come exactly
  *          once with the right wr_id / imm / bytes / conn_id / generation,
  *          and rv_stats and CONN_QUERY counters must equal what was done.
+ *          With -S each source buffer is made of scattered 4 KiB pages
+ *          (no huge pages, interleaved with another buffer's), so rv must
+ *          split writes by SGEs: some RECV must then report fewer bytes
+ *          than the write's last max_segment piece.
  *  eagain  stream, but rv must have refused some posts with EAGAIN (load
  *          rv with a small conn_wqe_budget), in-flight writes must stay
  *          within the send queues, and the stream must still complete.
@@ -383,8 +387,8 @@ static int node_of_conn_id(uint32_t id)
 	return -1;
 }
 
-/* Bytes the receiver's RECV event reports for a write of @len. */
-static uint64_t recv_bytes(uint64_t len)
+/* What a RECV reported before rv split writes by SGEs: the last segment. */
+static uint64_t last_segment(uint64_t len)
 {
 	uint64_t ms = C.max_segment;
 
@@ -392,6 +396,22 @@ static uint64_t recv_bytes(uint64_t len)
 		return len;
 	return len - (len - 1) / ms * ms;
 }
+
+/*
+ * Whether @bytes may be a RECV's for a write of @len: those of its last
+ * work request, which the sender's pages and SGE limit size, but never
+ * more than its last segment, and all of a write of at most 4 KiB (two
+ * SGEs at most: every RC device has them).
+ */
+static bool recv_bytes_ok(uint64_t len, uint32_t bytes)
+{
+	if (len <= 4096)
+		return bytes == len;
+	return bytes >= 1 && bytes <= last_segment(len);
+}
+
+/* With -S: source buffers of scattered pages, see the top of the file. */
+static bool scatter_src;
 
 static void *map_buf(uint64_t len)
 {
@@ -403,6 +423,29 @@ static void *map_buf(uint64_t len)
 		exit(1);
 	}
 	return p;
+}
+
+/*
+ * A buffer whose pages are unlikely to be physically contiguous: no huge
+ * pages, and each page faulted in alternately with a page of a second
+ * buffer (the page allocator hands out neighbouring frames in turn), which
+ * is then unmapped.  On rxe a DMA address is the page's kernel address, so
+ * rv needs an SGE per page.
+ */
+static void *map_scattered(uint64_t len)
+{
+	uint64_t pages = (len + 4095) / 4096, i;
+	volatile uint8_t *a = map_buf(pages * 4096);
+	volatile uint8_t *b = map_buf(pages * 4096);
+
+	madvise((void *)a, pages * 4096, MADV_NOHUGEPAGE);
+	madvise((void *)b, pages * 4096, MADV_NOHUGEPAGE);
+	for (i = 0; i < pages; i++) {
+		a[i * 4096] = 1;
+		b[i * 4096] = 1;
+	}
+	munmap((void *)b, pages * 4096);
+	return (void *)a;
 }
 
 /* Take up to @max events, sleeping at most @wait_ms when none is pending. */
@@ -471,6 +514,8 @@ struct stream {
 	int rmr;
 	/* what this rank did, for the counters */
 	uint64_t posted, posted_bytes, completed, failed, recvs, recv_bytes;
+	uint64_t recvs_split;	/* RECVs short of their last segment */
+	uint64_t recvs_long;	/* RECVs of writes over 256 KiB */
 	uint64_t sent_node[MAX_NODES], sent_bytes_node[MAX_NODES];
 	uint64_t recv_node[MAX_NODES], recv_bytes_node[MAX_NODES];
 	uint64_t eagain_full, partial;
@@ -622,7 +667,8 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 		d->seed = pair_seed(seed, C.id);
 		d->raddr = iova + off;
 		make_plan(&d->plan, d->seed, C.proc == 0 && r % procs == 0);
-		d->buf = map_buf(d->plan.region);
+		d->buf = scatter_src ? map_scattered(d->plan.region) :
+				       map_buf(d->plan.region);
 		pat_fill(d->buf, d->plan.region, d->seed);
 		d->done = calloc(d->plan.n + 1, 1);
 		ret = rv_reg_mem(C.rv, d->buf, d->plan.region,
@@ -769,13 +815,17 @@ static void on_event(struct stream *st, const struct rv_event *e)
 		 * arrived: the first writes after a (re)connect may beat our
 		 * ESTABLISHED and carry the previous one.
 		 */
-		if (e->bytes != recv_bytes(m->len) ||
+		if (e->bytes < last_segment(m->len))
+			st->recvs_split++;
+		if (m->len > 256 * 1024)
+			st->recvs_long++;
+		if (!recv_bytes_ok(m->len, e->bytes) ||
 		    e->generation > C.generation[n] ||
 		    e->generation + 1 < C.generation[n]) {
 			snprintf(why, sizeof(why),
-				 "rank %d seq %u len %llu: bytes %u, expected %llu; generation %u (%llu)",
+				 "rank %d seq %u len %llu: bytes %u, expected at most %llu; generation %u (%llu)",
 				 s->rank, seq, (unsigned long long)m->len, e->bytes,
-				 (unsigned long long)recv_bytes(m->len),
+				 (unsigned long long)last_segment(m->len),
 				 e->generation,
 				 (unsigned long long)C.generation[n]);
 			stream_note(st, NOTE_RECV_FIELDS, "recv-event-fields",
@@ -990,6 +1040,12 @@ static void stream_stats(struct stream *st, const struct rv_stats *base,
 	     (unsigned long long)st->recvs, (unsigned long long)st->recv_bytes,
 	     (unsigned long long)st->eagain_full,
 	     (unsigned long long)st->partial, st->max_inflight_seen);
+	/* Scattered sources: the writes were split by SGEs, not by size. */
+	if (scatter_src && st->recvs_long)
+		check(st->recvs_split > 0, "recv-split-by-sge",
+		      "%s: %llu of %llu writes over 256 KiB arrived short of their last segment",
+		      st->tag, (unsigned long long)st->recvs_split,
+		      (unsigned long long)st->recvs_long);
 	if (want_eagain) {
 		int n;
 		uint64_t cap = 0;
@@ -1821,7 +1877,7 @@ int main(int argc, char **argv)
 	uint64_t until;
 	char *tok;
 
-	while ((c = getopt(argc, argv, "m:D:k:N:P:b:M:B:F:C:c:T:")) != -1) {
+	while ((c = getopt(argc, argv, "m:D:k:N:P:b:M:B:F:C:c:T:S")) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 'D': dir = optarg; break;
@@ -1839,6 +1895,7 @@ int main(int argc, char **argv)
 		case 'C': fixed_count = strtoul(optarg, NULL, 0); break;
 		case 'c': num_conn = atoi(optarg); break;
 		case 'T': timeout_s = atoi(optarg); break;
+		case 'S': scatter_src = true; break;
 		default: usage();
 		}
 	}

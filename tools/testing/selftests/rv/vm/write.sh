@@ -60,6 +60,10 @@ phase() {
 pair() {
 	phase stream 200 -m stream -k ws -P 2 -b $((4 << 20)) -M 20 \
 		-B 16777216,8388609,8388608
+	# Sources of scattered 4 KiB pages: writes split by SGEs (rxe's DMA
+	# addresses are kernel addresses: no IOMMU merges them).
+	phase stream-sge 200 -m stream -k wsg -P 2 -b $((2 << 20)) -M 20 \
+		-B 4194304,1048577 -S
 	phase errors 200 -m errors -k we -P 2 -b $((2 << 20)) -M 18
 	phase ring 120 -m ring -k wr -P 3
 	# EAGAIN: a budget far below the default.  rv refuses values below
