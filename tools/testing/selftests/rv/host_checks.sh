@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # host_checks.sh - the checks that need no RDMA device, as TAP: the uAPI
-# layout on i386/x32/x86-64, librv's man pages, and the kernel lint (W=1,
-# sparse, checkpatch --strict).  Run from the repo root after "make all".
+# layout on i386/x32/x86-64, librv's man pages, the verbs audit's coverage
+# of rv.ko's imports (Documentation/rv-drivers.rst), and the kernel lint
+# (W=1, sparse, checkpatch --strict).  Run from the repo root after
+# "make all".
 
 set -uo pipefail
 
@@ -49,6 +51,7 @@ renumber() {
 echo "TAP version 13"
 renumber layout-check make -s -C tools/testing/selftests/rv layout-check
 check man-pages make -s check-man
+renumber driver-audit tools/testing/selftests/rv/check_driver_audit.sh
 check kernel-W=1 make -s lint-w1
 check kernel-sparse make -s lint-sparse
 check kernel-checkpatch make -s checkpatch
