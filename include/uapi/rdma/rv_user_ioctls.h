@@ -240,7 +240,9 @@ struct rv_attach {
  * A request that lies inside a cached region registered with at least
  * @access is a hit; the entry gains one reference.  Otherwise the pages are
  * pinned (charged to RLIMIT_MEMLOCK) and mapped for the job's device; with
- * remote access they are registered in the job's kernel PD.  Every byte
+ * remote access they are registered in the job's kernel PD, covering
+ * exactly [@addr, @addr + @length) (fast registration when the pages fit
+ * one MR: module parameter frwr_max_pages, see rv(7)).  Every byte
  * must be mapped readable by the caller, and writable when @access has
  * RV_ACCESS_LOCAL_WRITE or RV_ACCESS_REMOTE_WRITE; a later mprotect()
  * does not change what was pinned.
@@ -258,6 +260,8 @@ struct rv_attach {
  *           evicting every unused entry
  *  ENODEV   the device was removed
  *  EAGAIN   the range kept changing while it was being registered
+ *  EIO      the device failed the fast registration
+ *  ETIMEDOUT the device did not complete it within 5 s
  */
 struct rv_reg_mem {
 	__u32 size;

@@ -18,6 +18,7 @@
  *     rv_device.rwsem (read for users of the ib_device, write for removal)
  *       rv_device.jobs_lock
  *         rv_job.slots (xarray's internal spinlock)
+ *       rv_frwr_qp.lock (REG_MEM, not under rv_mr_cache.lock)
  *       rv_mr_cache.lock (also taken alone by the MMU notifier)
  *         rv_mr_cache.handles (xarray's internal spinlock)
  *
@@ -96,6 +97,28 @@ struct rv_job_params {
 };
 
 /**
+ * struct rv_frwr_qp - a job's QP for fast registration (rv_frwr.c)
+ * @lock: protects @cq, @qp and @key, and serialises registrations, each
+ *	waited for under it
+ * @cq: completions of @qp; NULL with @qp
+ * @qp: RC QP in RTS, connected to itself; NULL until the first
+ *	registration and after an error
+ * @cqe: the registration work request's completion
+ * @done: completed by @cqe
+ * @status: work completion status of the last registration
+ * @key: key byte the next registration gives its MR
+ */
+struct rv_frwr_qp {
+	struct mutex lock; /* see above */
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct ib_cqe cqe;
+	struct completion done;
+	int status;
+	u8 key;
+};
+
+/**
  * struct rv_job - processes of one job on one device port of this node
  * @kref: one reference per attached file
  * @dev: the device, holding a reference on it
@@ -107,6 +130,7 @@ struct rv_job_params {
  * @pd: the job's kernel PD; protected by @dev->rwsem, NULL after removal
  * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
  *	for its locking
+ * @frwr: registers remote-access MRs; its QP lives in @pd
  */
 struct rv_job {
 	struct kref kref;
@@ -117,6 +141,7 @@ struct rv_job {
 	struct xarray slots;
 	struct ib_pd *pd;
 	struct list_head conns;
+	struct rv_frwr_qp frwr;
 };
 
 /**
@@ -213,6 +238,7 @@ extern unsigned int rv_default_slot_bits;
 extern unsigned int rv_default_ring_entries;
 extern unsigned long rv_default_mr_cache_bytes;
 extern unsigned int rv_default_heartbeat_ms;
+extern unsigned int rv_frwr_max_pages_param;
 
 /* rv_device.c */
 int rv_device_init(void);
@@ -220,6 +246,12 @@ void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);
 unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max);
 void rv_device_put(struct rv_device *dev);
+
+/* rv_frwr.c */
+void rv_frwr_init(struct rv_frwr_qp *f);
+void rv_frwr_release(struct rv_job *job);
+u32 rv_frwr_max_pages(const struct rv_job *job);
+int rv_frwr_register(struct rv_job *job, struct ib_mr *mr, int ib_access);
 
 /* rv_job.c */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,

@@ -69,6 +69,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	job->params = *params;
 	xa_init_flags(&job->slots, XA_FLAGS_ALLOC);
 	INIT_LIST_HEAD(&job->conns);
+	rv_frwr_init(&job->frwr);
 	list_add_tail(&job->list, &dev->jobs);
 	trace_rv_job_create(job);
 	return job;
@@ -99,6 +100,7 @@ void rv_job_release_ib(struct rv_job *job)
 	 */
 	xa_for_each(&job->slots, slot, rf)
 		rv_mr_cache_release_ib(&rf->mr_cache);
+	rv_frwr_release(job);
 
 	if (job->pd) {
 		ib_dealloc_pd(job->pd);

@@ -33,6 +33,15 @@ unsigned int rv_default_heartbeat_ms = 1000;
 module_param_named(heartbeat_ms, rv_default_heartbeat_ms, uint, 0444);
 MODULE_PARM_DESC(heartbeat_ms, "Idle time before a QP sends a heartbeat, when ATTACH passes 0 (50..600000, 4294967295 = off, default 1000)");
 
+/*
+ * Pages one fast-registration MR may map, below the device's own limit:
+ * tests set it low to run remote-access registrations through the
+ * fallback path on rxe.  No range to check: any value is a cap.
+ */
+unsigned int rv_frwr_max_pages_param;
+module_param_named(frwr_max_pages, rv_frwr_max_pages_param, uint, 0444);
+MODULE_PARM_DESC(frwr_max_pages, "Most pages one fast-registration MR maps (0 = the device's limit, default 0)");
+
 static int rv_check_params(void)
 {
 	if (!rv_default_num_conn ||

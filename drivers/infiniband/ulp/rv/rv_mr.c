@@ -7,16 +7,21 @@
  *
  * Registration pins the pages with ib_umem_get() (charged to the caller's
  * RLIMIT_MEMLOCK, DMA-mapped for the device) and keeps each page's DMA
- * address: a write from the registration posts SGEs with the PD's local
- * DMA lkey, which every RC driver supports, so local-only registrations
- * never reach a driver's reg_user_mr (irdma's dereferences the missing
- * udata, hns's allocates a buffer of its own).  A registration with
- * remote access still goes through ib_reg_user_mr(), which pins the pages
- * itself; writes from it use the MR's lkey, with iova == the user address.
+ * address.  A write's source is posted as SGEs over those addresses with
+ * the PD's local DMA lkey, which every RC driver supports.  Remote access
+ * adds a fast-registration MR over the same addresses (rv_frwr.c), iova
+ * == the user address, when the pages fit the device's (and the module
+ * parameter frwr_max_pages's) page-list limit.  A larger remote-access
+ * registration still goes through ib_reg_user_mr(), which pins the pages
+ * itself and which irdma and hns do not support for kernel callers (see
+ * Documentation/rv-drivers.rst): splitting it into several MRs needs a
+ * uAPI for their keys, which is still to come.  Writes from it use the
+ * MR's lkey.  No registration path depends on udata otherwise.
  *
  * Every byte must be mapped with read access (and write access when the
- * device may write): ib_umem_get() forces read-only pins, so without this
- * a PROT_NONE page would be pinned and readable by the device.
+ * device may write): on 6.1, ib_umem_get() forces read-only pins, so
+ * without this a PROT_NONE page would be pinned and readable by the
+ * device.
  *
  * Lookup: an interval tree of the CACHED entries, O(log n + k) for k
  * entries overlapping the request; the first one that contains the request
@@ -114,6 +119,11 @@ static void rv_mr_put_user(struct rv_mr_cache *cache, struct rv_mr_entry *e,
  */
 static void rv_mr_unmap(struct rv_mr_entry *e)
 {
+	/* The rkey dies before the pages behind it are unpinned. */
+	if (e->frmr) {
+		ib_dereg_mr(e->frmr);
+		e->frmr = NULL;
+	}
 	if (e->mr) {
 		ib_dereg_mr(e->mr);
 		e->mr = NULL;
@@ -295,13 +305,15 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 {
 	struct rv_mr_entry *e;
 	unsigned long index;
+	struct ib_mr *mr, *frmr;
 	struct ib_umem *umem;
-	struct ib_mr *mr;
 
 	xa_for_each(&cache->handles, index, e) {
 		spin_lock(&cache->lock);
 		mr = e->mr;
 		e->mr = NULL;
+		frmr = e->frmr;
+		e->frmr = NULL;
 		umem = e->umem;
 		e->umem = NULL;
 		if (e->state == RV_MR_CACHED)
@@ -310,6 +322,8 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 		/* Writes read ->dma only under the rwsem we hold for write. */
 		if (mr)
 			ib_dereg_mr(mr);
+		if (frmr)
+			ib_dereg_mr(frmr);
 		if (umem)
 			ib_umem_release(umem);
 	}
@@ -352,7 +366,7 @@ void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
 		     u32 local_dma_lkey, u64 addr, u64 length)
 {
 	it->e = e;
-	it->lkey = e->mr ? e->mr->lkey : local_dma_lkey;
+	it->lkey = e->umem ? local_dma_lkey : e->mr->lkey;
 	it->pos = addr;
 	it->left = length;
 }
@@ -365,8 +379,9 @@ void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
  * @max_bytes: bytes a work request may carry, at least 1
  * @bytes: out: bytes in @sge
  *
- * An MR covers the registration with iova == the user address: one SGE.
- * Otherwise an SGE per run of DMA-contiguous pages.  The caller holds the
+ * Pinned pages: an SGE per run of DMA-contiguous pages.  Otherwise
+ * ib_reg_user_mr()'s MR covers the registration with iova == the user
+ * address: one SGE.  The caller holds the
  * device's rwsem for read (->dma stays mapped).  Returns the SGEs filled,
  * 0 once the walk is over.
  */
@@ -381,7 +396,7 @@ u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 		u32 len = min_t(u64, it->left, max_bytes - total);
 		u64 addr = it->pos;
 
-		if (!e->mr) {
+		if (e->umem) {
 			u32 off = offset_in_page(it->pos);
 
 			len = min_t(u32, len, PAGE_SIZE - off);
@@ -570,16 +585,79 @@ static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
 	rdma_umem_for_each_dma_block(umem, &biter, PAGE_SIZE)
 		e->dma[i++] = rdma_block_iter_dma_address(&biter);
 	e->umem = umem;
+	e->npages = npages;
 	return 0;
 }
 
-/* Pin and map @e's pages for the device: see the top of this file. */
-static int rv_mr_map(struct rv_mr_entry *e, struct ib_pd *pd)
+/*
+ * Give a pinned remote-access registration its rkey: a fast-registration
+ * MR over its pages, exactly [start, last], iova == the user address.
+ */
+static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job)
 {
+	unsigned int sg_offset = offset_in_page(e->it.start);
+	u32 npages = e->npages, i;
+	struct scatterlist *sgl;
 	struct ib_mr *mr;
+	int ret, n;
+
+	mr = ib_alloc_mr(job->pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	sgl = kvmalloc_array(npages, sizeof(*sgl), GFP_KERNEL);
+	if (!sgl) {
+		ret = -ENOMEM;
+		goto out_dereg;
+	}
+	sg_init_table(sgl, npages);
+	for (i = 0; i < npages; i++) {
+		sg_dma_address(&sgl[i]) = e->dma[i];
+		sg_dma_len(&sgl[i]) = PAGE_SIZE;
+	}
+	/* A peer may not write past the registration into its last page. */
+	sg_dma_len(&sgl[npages - 1]) = offset_in_page(e->it.last) + 1;
+	n = ib_map_mr_sg(mr, sgl, npages, &sg_offset, PAGE_SIZE);
+	kvfree(sgl);
+	if (n != npages) {
+		ret = n < 0 ? n : -EINVAL;
+		goto out_dereg;
+	}
+	mr->iova = e->it.start;
+	ret = rv_frwr_register(job, mr, rv_mr_ib_access(e->access));
+	if (ret)
+		goto out_dereg;
+	e->frmr = mr;
+	return 0;
+
+out_dereg:
+	ib_dereg_mr(mr);
+	return ret;
+}
+
+/* Pages [start, last] touches. */
+static u64 rv_mr_span_pages(const struct rv_mr_entry *e)
+{
+	return ((e->it.last >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT)) + 1;
+}
+
+/* Pin and map @e's pages for the device: see the top of this file. */
+static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
+{
+	struct ib_pd *pd = job->pd;
+	struct ib_mr *mr;
+	int ret;
 
 	if (!(e->access & RV_ACCESS_REMOTE))
 		return rv_mr_pin(e, pd->device);
+	if (rv_mr_span_pages(e) <= rv_frwr_max_pages(job)) {
+		ret = rv_mr_pin(e, pd->device);
+		if (!ret) {
+			ret = rv_mr_frwr(e, job);
+			if (ret)
+				rv_mr_unmap(e);
+		}
+		return ret;
+	}
 	mr = ib_reg_user_mr(pd, e->it.start, e->length, e->it.start,
 			    rv_mr_ib_access(e->access));
 	if (IS_ERR(mr))
@@ -597,7 +675,7 @@ static int rv_mr_map(struct rv_mr_entry *e, struct ib_pd *pd)
 static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 					u64 length, u32 access)
 {
-	struct ib_pd *pd = cache->job->pd;
+	struct rv_job *job = cache->job;
 	bool reclaimed = false;
 	struct rv_mr_entry *e;
 	unsigned long seq;
@@ -642,7 +720,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 
 	for (tries = 0; tries < RV_MR_REG_TRIES; tries++) {
 		seq = mmu_interval_read_begin(&e->notifier);
-		ret = rv_mr_map(e, pd);
+		ret = rv_mr_map(e, job);
 		/* RLIMIT_MEMLOCK of 0 without CAP_IPC_LOCK: still ENOMEM. */
 		if (ret == -EPERM)
 			ret = -ENOMEM;
@@ -704,6 +782,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	struct rv_reg_mem *cmd = arg;
 	struct rv_mr_entry *e;
 	LIST_HEAD(victims);
+	struct ib_mr *mr;
 	u32 access;
 	int ret;
 
@@ -737,10 +816,11 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		}
 	}
 
-	/* ->mr cannot change: we hold a reference and the rwsem. */
+	/* The MRs cannot change: we hold a reference and the rwsem. */
+	mr = e->frmr ?: e->mr;
 	cmd->handle = e->handle;
-	cmd->lkey = e->mr ? e->mr->lkey : 0;
-	cmd->rkey = e->mr ? e->mr->rkey : 0;
+	cmd->lkey = mr ? mr->lkey : 0;
+	cmd->rkey = mr ? mr->rkey : 0;
 	cmd->iova = cmd->addr;
 	cmd->region_addr = e->it.start;
 	cmd->region_length = e->length;

@@ -39,11 +39,15 @@ enum rv_mr_state {
  * @it: [start, last] in the cache's interval tree while CACHED
  * @notifier: invalidates the entry when its memory changes
  * @cache: the cache it belongs to
- * @mr: the kernel MR of a registration with remote access (it pins the
- *	pages itself); NULL for local-only ones and once deregistered
- * @umem: the pinned, DMA-mapped pages of a local-only registration; NULL
- *	for remote ones and once released (device removal)
+ * @mr: ib_reg_user_mr()'s MR of a remote-access registration too large
+ *	for fast registration (it pins the pages itself); else NULL, and
+ *	once deregistered
+ * @umem: the pinned, DMA-mapped pages; NULL with @mr, and once released
+ *	(device removal)
  * @dma: DMA address of each page of @umem, from the page holding @it.start
+ * @npages: entries in @dma
+ * @frmr: the fast-registration MR over @umem giving a remote-access
+ *	registration its rkey; NULL otherwise, and once deregistered
  * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
  * @length: bytes registered
  * @handle: id in @cache->handles
@@ -62,6 +66,8 @@ struct rv_mr_entry {
 	struct ib_mr *mr;
 	struct ib_umem *umem;
 	dma_addr_t *dma;
+	u32 npages;
+	struct ib_mr *frmr;
 	struct list_head lru;
 	u64 length;
 	u32 handle;

@@ -35,7 +35,9 @@
  *          within the send queues, and the stream must still complete.
  *  errors  2 nodes x 2 procs.  Job A (proc 0): post-time errors on a
  *          connected connection, then a bad rkey, remote ranges outside
- *          the remote MR, and a remote MR munmapped mid-stream: each gives
+ *          the remote MR (also one byte outside an MR whose ends are
+ *          inside pages, next to a write that fills it to its last byte),
+ *          and a remote MR munmapped mid-stream: each gives
  *          an error SEND event, and a clean write on the same connection
  *          succeeds afterwards.  Job B (proc 1): a verified stream over
  *          its own connection at the same time, and another after job A's
@@ -63,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -426,11 +429,13 @@ static void *map_buf(uint64_t len)
 }
 
 /*
- * A buffer whose pages are unlikely to be physically contiguous: no huge
- * pages, and each page faulted in alternately with a page of a second
- * buffer (the page allocator hands out neighbouring frames in turn), which
- * is then unmapped.  On rxe a DMA address is the page's kernel address, so
- * rv needs an SGE per page.
+ * A buffer whose pages are unlikely to be physically contiguous: each page
+ * faulted in alternately with a page of a second buffer (the page
+ * allocator hands out neighbouring frames in turn), with huge pages off
+ * for the process (-S sets PR_SET_THP_DISABLE: a madvise() or munmap()
+ * here would split VMAs, which on 6.1 invalidates registrations near the
+ * split).  The second buffer stays mapped for the same reason.  On rxe a
+ * DMA address is the page's kernel address, so rv needs an SGE per page.
  */
 static void *map_scattered(uint64_t len)
 {
@@ -438,13 +443,10 @@ static void *map_scattered(uint64_t len)
 	volatile uint8_t *a = map_buf(pages * 4096);
 	volatile uint8_t *b = map_buf(pages * 4096);
 
-	madvise((void *)a, pages * 4096, MADV_NOHUGEPAGE);
-	madvise((void *)b, pages * 4096, MADV_NOHUGEPAGE);
 	for (i = 0; i < pages; i++) {
 		a[i * 4096] = 1;
 		b[i * 4096] = 1;
 	}
-	munmap((void *)b, pages * 4096);
 	return (void *)a;
 }
 
@@ -1191,6 +1193,14 @@ static bool stream(const char *tag, bool same_proc, const bool *ranks,
 #define KIND_CLEAN	1
 #define KIND_BAD	2
 #define KIND_M2		3
+#define KIND_M3		4
+
+/*
+ * M3: a remote registration whose ends are inside pages, so the remote MR
+ * must stop at its exact bytes (fast registration maps whole pages).
+ */
+#define M3_OFF	100
+#define M3_LEN	5000
 
 static uint32_t err_imm(int slot, uint32_t kind, uint32_t seq)
 {
@@ -1300,6 +1310,43 @@ static void bad_write(const char *name, struct target *t, uint8_t *src,
 		diag("%s: SEND status %d", name, st);
 }
 
+/*
+ * M3's bounds are exact: 4096 bytes ending on its last byte land, one
+ * byte more at either end fails the write.
+ */
+static void unaligned_bounds(struct target *t, uint8_t *src, int mr,
+			     uint32_t *seq)
+{
+	struct rv_write w = {
+		.conn_handle = C.conn[1], .mr_handle = mr,
+		.local_addr = (uintptr_t)src, .length = 4096,
+	};
+	uint64_t iova3;
+	uint32_t rkey3;
+	struct rv_event ev;
+	char text[128];
+	int st, perr;
+
+	if (!fetch("A.target3", text, sizeof(text)) ||
+	    sscanf(text, "iova3 %" SCNx64 " rkey3 %x", &iova3, &rkey3) != 2) {
+		check(false, "target3-info", "no or bad A.target3");
+		return;
+	}
+	w.remote_addr = iova3 + M3_LEN - 4096;
+	w.rkey = rkey3;
+	w.wr_id = 0xe3d0000000ULL + *seq;
+	w.imm = err_imm(t->slot, KIND_M3, (*seq)++);
+	st = write_and_wait(&w, &ev, &perr);
+	check(perr == 0 && st == 0, "remote-unaligned-last-byte",
+	      "post %d, SEND status %d (want 0)", perr, st);
+	bad_write("remote-unaligned-past-end", t, src, mr,
+		  iova3 + M3_LEN - 4095, rkey3, seq);
+	clean_after("clean-after-unaligned-past-end", t, src, mr, seq);
+	bad_write("remote-unaligned-before-start", t, src, mr, iova3 - 1,
+		  rkey3, seq);
+	clean_after("clean-after-unaligned-before-start", t, src, mr, seq);
+}
+
 /* Job A's sender, node0 proc 0.  Counts its clean writes: OK, tried. */
 static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 {
@@ -1386,6 +1433,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	bad_write("remote-before-start", &t, src, mr, t.iova - 4096, t.rkey,
 		  &seq);
 	clean_after("clean-after-before-start", &t, src, mr, &seq);
+	unaligned_bounds(&t, src, mr, &seq);
 
 	/*
 	 * The target munmaps M2 mid-stream.  Keep writing (one at a time)
@@ -1452,11 +1500,12 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 /* Job A's target, node1 proc 0. */
 static void errors_target(void)
 {
-	struct rv_reg_mem r1, r2;
+	struct rv_reg_mem r1, r2, r3;
 	struct rv_event ev[EV_BATCH];
 	char text[512];
-	uint8_t *m1, *m2, *fresh = NULL;
-	uint32_t clean = 0, m2_recv = 0, stray = 0, want_clean, tries;
+	uint8_t *m1, *m2, *m3, *fresh = NULL;
+	uint32_t clean = 0, m2_recv = 0, m3_recv = 0, stray = 0, want_clean;
+	uint32_t tries;
 	int ret, n, i, h2;
 	bool gone = false;
 	const uint64_t len = 1 << 20;
@@ -1470,6 +1519,15 @@ static void errors_target(void)
 	h2 = rv_reg_mem(C.rv, m2, len, RV_ACCESS_REMOTE_WRITE, &r2);
 	if (!check(h2 > 0, "reg-m2", "%s", strerror(-h2)))
 		return;
+	m3 = map_buf(3 * 4096);
+	memset(m3, SENTINEL, 3 * 4096);
+	ret = rv_reg_mem(C.rv, m3 + M3_OFF, M3_LEN, RV_ACCESS_REMOTE_WRITE,
+			 &r3);
+	if (!check(ret > 0, "reg-m3", "%s", strerror(-ret)))
+		return;
+	snprintf(text, sizeof(text), "iova3 %llx rkey3 %x\n",
+		 (unsigned long long)r3.iova, r3.rkey);
+	publish("A.target3", text);
 	snprintf(text, sizeof(text),
 		 "slot %d iova %llx len %llx rkey %x iova2 %llx len2 %llx rkey2 %x\n",
 		 C.slot, (unsigned long long)r1.iova, (unsigned long long)len,
@@ -1496,6 +1554,8 @@ static void errors_target(void)
 				clean++;
 			} else if (kind == KIND_M2) {
 				m2_recv++;
+			} else if (kind == KIND_M3) {
+				m3_recv++;
 			} else {
 				diag("RECV of a failed write: imm %x", ev[i].imm);
 				stray++;
@@ -1532,6 +1592,15 @@ static void errors_target(void)
 	}
 	check(gone, "m2-unmapped", "the sender's stream never reached M2");
 	check(stray == 0, "target-no-stray", "%u unexpected events or bad data", stray);
+	/* The one good M3 write landed, nothing around M3 was touched. */
+	check(m3_recv == 1 &&
+	      pat_check(m3 + M3_OFF + M3_LEN - 4096, 0, 4096, 0x1234) < 0 &&
+	      sentinel_check(m3, 0, M3_OFF + M3_LEN - 4096) < 0 &&
+	      sentinel_check(m3, M3_OFF + M3_LEN, 3 * 4096 - M3_OFF - M3_LEN) < 0,
+	      "m3-exact-bounds", "%u M3 RECVs; sentinels around M3 intact: before %lld after %lld",
+	      m3_recv, (long long)sentinel_check(m3, 0, M3_OFF + M3_LEN - 4096),
+	      (long long)sentinel_check(m3, M3_OFF + M3_LEN,
+					3 * 4096 - M3_OFF - M3_LEN));
 	/* Every clean write that completed OK arrived; failed ones may not. */
 	check(want_clean >= 5 * 2 * num_conn && clean >= want_clean &&
 	      clean <= tries,
@@ -1865,7 +1934,7 @@ static int rank_main(int proc)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_write_test -m stream|eagain|errors|ring -D DIR -k KEY -N NODE -P PROCS [-b BYTES] [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN] [-T SECONDS] IP...\n");
+	fprintf(stderr, "usage: rv_write_test -m stream|eagain|errors|ring -D DIR -k KEY -N NODE -P PROCS [-b BYTES] [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN] [-T SECONDS] [-S] IP...\n");
 	exit(2);
 }
 
@@ -1895,7 +1964,13 @@ int main(int argc, char **argv)
 		case 'C': fixed_count = strtoul(optarg, NULL, 0); break;
 		case 'c': num_conn = atoi(optarg); break;
 		case 'T': timeout_s = atoi(optarg); break;
-		case 'S': scatter_src = true; break;
+		case 'S':
+			scatter_src = true;
+			if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)) {
+				perror("PR_SET_THP_DISABLE");
+				exit(1);
+			}
+			break;
 		default: usage();
 		}
 	}

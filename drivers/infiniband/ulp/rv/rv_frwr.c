@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Fast registration (FRWR) of remote-access registrations.
+ *
+ * A peer's RDMA WRITE needs an rkey.  Every RC driver gives one through
+ * fast registration: ib_alloc_mr(IB_MR_TYPE_MEM_REG), ib_map_mr_sg() over
+ * DMA addresses, and an IB_WR_REG_MR work request posted on a QP of the
+ * MR's PD; once it completes the MR is valid PD-wide, so the job's data
+ * QPs take writes into it.  The work request is local, but it needs a QP
+ * in RTS: each job has one more RC QP for that, connected to itself and
+ * never sending a packet (the job's connections come and go, a
+ * registration must not wait for one).  It is created at the first
+ * remote-access registration and destroyed with the job's PD.
+ *
+ * Registrations are serialised per job and waited for, at most
+ * RV_FRWR_TIMEOUT_MS; after an error or a timeout the QP is destroyed
+ * before the caller may deregister its MR (so the device is done with the
+ * work request) and a new one is built by the next registration.
+ */
+#include "rv.h"
+
+#include <linux/etherdevice.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+
+/* Longest wait for a registration's completion. */
+#define RV_FRWR_TIMEOUT_MS	5000
+
+/* Send queue entries of the registration QP: one work request at a time. */
+#define RV_FRWR_SQ_DEPTH	2
+
+static void rv_frwr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rv_frwr_qp *f = container_of(wc->wr_cqe, struct rv_frwr_qp,
+					    cqe);
+
+	WRITE_ONCE(f->status, wc->status);
+	complete(&f->done);
+}
+
+/* The QP's own address, for a connection to itself. */
+static int rv_frwr_self_av(struct rv_job *job, struct rdma_ah_attr *ah)
+{
+	struct ib_device *ibdev = job->dev->ibdev;
+	u32 port = job->params.port_num;
+	const struct ib_gid_attr *sgid;
+	struct ib_port_attr port_attr;
+	struct net_device *ndev;
+	union ib_gid gid;
+	int ret;
+
+	ah->type = rdma_ah_find_type(ibdev, port);
+	rdma_ah_set_port_num(ah, port);
+	if (ah->type == RDMA_AH_ATTR_TYPE_IB) {
+		ret = ib_query_port(ibdev, port, &port_attr);
+		if (ret)
+			return ret;
+		rdma_ah_set_dlid(ah, port_attr.lid);
+		return 0;
+	}
+
+	sgid = rdma_get_gid_attr(ibdev, port, job->params.gid_index);
+	if (IS_ERR(sgid))
+		return PTR_ERR(sgid);
+	gid = sgid->gid;
+	rdma_ah_set_grh(ah, &gid, 0, job->params.gid_index, 1, 0);
+	/* Kernel users resolve the MAC themselves: ours. */
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(sgid);
+	if (IS_ERR(ndev))
+		ret = PTR_ERR(ndev);
+	else
+		ether_addr_copy(ah->roce.dmac, ndev->dev_addr);
+	rcu_read_unlock();
+	rdma_put_gid_attr(sgid);
+	return IS_ERR(ndev) ? ret : 0;
+}
+
+/* RESET -> INIT -> RTR (to itself) -> RTS. */
+static int rv_frwr_connect_self(struct rv_job *job, struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = job->params.port_num,
+	};
+	int ret;
+
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_1024;
+	attr.dest_qp_num = qp->qp_num;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	ret = rv_frwr_self_av(job, &attr.ah_attr);
+	if (ret)
+		return ret;
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Caller holds f->lock and the device's rwsem for read. */
+static int rv_frwr_qp_create(struct rv_job *job, struct rv_frwr_qp *f)
+{
+	struct ib_device *ibdev = job->dev->ibdev;
+	struct ib_qp_init_attr init = {
+		.cap = {
+			.max_send_wr = RV_FRWR_SQ_DEPTH,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	int ret;
+
+	f->cq = ib_alloc_cq(ibdev, f, RV_FRWR_SQ_DEPTH + 1, 0,
+			    IB_POLL_SOFTIRQ);
+	if (IS_ERR(f->cq)) {
+		ret = PTR_ERR(f->cq);
+		goto out_clear;
+	}
+	init.send_cq = f->cq;
+	init.recv_cq = f->cq;
+	f->qp = ib_create_qp(job->pd, &init);
+	if (IS_ERR(f->qp)) {
+		ret = PTR_ERR(f->qp);
+		goto out_free_cq;
+	}
+	ret = rv_frwr_connect_self(job, f->qp);
+	if (ret)
+		goto out_destroy_qp;
+	return 0;
+
+out_destroy_qp:
+	ib_destroy_qp(f->qp);
+out_free_cq:
+	ib_free_cq(f->cq);
+out_clear:
+	f->qp = NULL;
+	f->cq = NULL;
+	return ret;
+}
+
+/* Caller holds f->lock (or is the job's last user) and the device's rwsem. */
+static void rv_frwr_qp_destroy(struct rv_frwr_qp *f)
+{
+	if (!f->qp)
+		return;
+	ib_destroy_qp(f->qp);
+	ib_free_cq(f->cq);
+	f->qp = NULL;
+	f->cq = NULL;
+}
+
+void rv_frwr_init(struct rv_frwr_qp *f)
+{
+	mutex_init(&f->lock);
+	init_completion(&f->done);
+	f->cqe.done = rv_frwr_done;
+}
+
+/**
+ * rv_frwr_release - destroy the job's registration QP
+ * @job: the job, its ib resources being released (before its PD)
+ *
+ * Caller holds the device's rwsem; safe to call twice.
+ */
+void rv_frwr_release(struct rv_job *job)
+{
+	mutex_lock(&job->frwr.lock);
+	rv_frwr_qp_destroy(&job->frwr);
+	mutex_unlock(&job->frwr.lock);
+}
+
+/**
+ * rv_frwr_max_pages - pages one fast-registration MR of the job may map
+ * @job: the job; its device is not removed
+ *
+ * 0 when the device has no fast registration.  Capped by the module
+ * parameter frwr_max_pages.
+ */
+u32 rv_frwr_max_pages(const struct rv_job *job)
+{
+	const struct ib_device_attr *attrs = &job->dev->ibdev->attrs;
+	u32 pages = attrs->max_fast_reg_page_list_len;
+
+	if (!(attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
+		return 0;
+	if (rv_frwr_max_pages_param)
+		pages = min(pages, rv_frwr_max_pages_param);
+	return pages;
+}
+
+/**
+ * rv_frwr_register - make a fast-registration MR valid
+ * @job: the job, whose PD holds @mr
+ * @mr: mapped with ib_map_mr_sg(), never registered
+ * @ib_access: IB_ACCESS_* it grants
+ *
+ * Gives @mr a fresh key byte (a peer holding a key of an earlier MR at the
+ * same index cannot use this one), posts IB_WR_REG_MR on the job's
+ * registration QP and waits for it.  Caller holds the device's rwsem for
+ * read.  Returns 0, -EIO (the device failed the work request), -ETIMEDOUT,
+ * or the error of building the QP or posting.  On error @mr may be
+ * deregistered at once.
+ */
+int rv_frwr_register(struct rv_job *job, struct ib_mr *mr, int ib_access)
+{
+	struct rv_frwr_qp *f = &job->frwr;
+	struct ib_reg_wr wr = {
+		.wr = {
+			.wr_cqe = &f->cqe,
+			.opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.mr = mr,
+		.access = ib_access,
+	};
+	int ret;
+
+	mutex_lock(&f->lock);
+	if (!f->qp) {
+		ret = rv_frwr_qp_create(job, f);
+		if (ret)
+			goto out_unlock;
+	}
+	ib_update_fast_reg_key(mr, ++f->key);
+	wr.key = mr->rkey;
+	reinit_completion(&f->done);
+	ret = ib_post_send(f->qp, &wr.wr, NULL);
+	if (ret)
+		goto out_destroy;
+	if (!wait_for_completion_timeout(&f->done,
+					 msecs_to_jiffies(RV_FRWR_TIMEOUT_MS))) {
+		pr_warn_ratelimited("job%u: fast registration timed out\n",
+				    job->id);
+		ret = -ETIMEDOUT;
+		goto out_destroy;
+	}
+	if (READ_ONCE(f->status) != IB_WC_SUCCESS) {
+		pr_warn_ratelimited("job%u: fast registration failed: %s\n",
+				    job->id,
+				    ib_wc_status_msg(READ_ONCE(f->status)));
+		ret = -EIO;
+		goto out_destroy;
+	}
+	mutex_unlock(&f->lock);
+	return 0;
+
+out_destroy:
+	/* The QP is in error or stuck: the device must be done with @mr. */
+	rv_frwr_qp_destroy(f);
+out_unlock:
+	mutex_unlock(&f->lock);
+	return ret;
+}
