@@ -261,7 +261,7 @@ struct rv_attach {
  *  ENODEV   the device was removed
  *  EAGAIN   the range kept changing while it was being registered
  *  EIO      the device failed the fast registration
- *  ETIMEDOUT the device did not complete it within 5 s
+ *  ETIMEDOUT the device did not complete it within 2 s
  */
 struct rv_reg_mem {
 	__u32 size;
@@ -365,6 +365,12 @@ struct rv_evict {
  * @invalidations: out: entries invalidated because their memory changed
  * @failures: out: REG_MEM that failed to register (pin or MR errors,
  *	ENOSPC)
+ * @fast_regs: out: of @misses, registrations with remote access given a
+ *	fast-registration MR
+ * @user_mr_regs: out: of @misses, registrations with remote access too
+ *	large for one fast-registration MR (module parameter frwr_max_pages),
+ *	registered by the core's ib_reg_user_mr(), which irdma and hns do not
+ *	support for kernel callers
  *
  * Entries invalidated while in use still count in @entries and @bytes
  * (their pages stay pinned) until their last reference is dropped.
@@ -387,6 +393,8 @@ struct rv_mr_stats {
 	__aligned_u64 evict_request;
 	__aligned_u64 invalidations;
 	__aligned_u64 failures;
+	__aligned_u64 fast_regs;
+	__aligned_u64 user_mr_regs;
 };
 
 #define RV_IOCTL_MR_STATS _IO(RV_IOCTL_TYPE, RV_CMD_MR_STATS)
@@ -802,8 +810,12 @@ struct rv_write {
  *            registration
  *  ESTALE    the registration's memory changed since REG_MEM (munmap, ...)
  *            or its device went away: register again
- *  EMSGSIZE  @length above RV_MAX_WRITE_BYTES, or it needs more segments
- *            than a QP's send queue holds
+ *  EMSGSIZE  @length above RV_MAX_WRITE_BYTES, or it needs more work
+ *            requests than a QP's send queue holds: a write of pages
+ *            that are not physically contiguous takes one per SGE limit
+ *            (the device's max_send_sge, at most 16) pages: such a write
+ *            can be at most @send_depth x that limit x 4 KiB (16 MiB at
+ *            the defaults on rxe)
  *  EAGAIN    every QP's send queue is full, or the connection is
  *            (re)connecting: reap events and retry
  *  EPIPE     the connection is IDLE (never connected: CONN_CONNECT) or in

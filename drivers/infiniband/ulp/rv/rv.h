@@ -18,7 +18,8 @@
  *     rv_device.rwsem (read for users of the ib_device, write for removal)
  *       rv_device.jobs_lock
  *         rv_job.slots (xarray's internal spinlock)
- *       rv_frwr_qp.lock (REG_MEM, not under rv_mr_cache.lock)
+ *         rv_frwr_qp.lock (a job's release takes it here)
+ *       rv_frwr_qp.lock (REG_MEM: never with jobs_lock or a cache lock)
  *       rv_mr_cache.lock (also taken alone by the MMU notifier)
  *         rv_mr_cache.handles (xarray's internal spinlock)
  *

@@ -80,7 +80,7 @@ TRACE_EVENT(rv_cm_request,
 );
 
 /*
- * A write posted (status 0, @segs segments) or completed (its SEND
+ * A write posted (status 0, @segs work requests) or completed (its SEND
  * event's status, enum ib_wc_status; @overflow when the ring was full).
  */
 DECLARE_EVENT_CLASS(rv_write_class,

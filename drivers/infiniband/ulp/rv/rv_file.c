@@ -120,6 +120,7 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 	RV_IOCTL_OP(RV_CMD_DEREG_MEM, rv_cmd_dereg_mem, struct rv_dereg_mem,
 		    refs),
 	RV_IOCTL_OP(RV_CMD_EVICT, rv_cmd_evict, struct rv_evict, freed_bytes),
+	/* Minimum size 112: fast_regs and user_mr_regs were appended. */
 	RV_IOCTL_OP(RV_CMD_MR_STATS, rv_cmd_mr_stats, struct rv_mr_stats,
 		    failures),
 	RV_IOCTL_OP(RV_CMD_CONN_CREATE, rv_cmd_conn_create,
@@ -163,7 +164,8 @@ static_assert(sizeof(struct rv_dereg_mem) == 16);
 static_assert(sizeof(struct rv_evict) == 56);
 static_assert(offsetof(struct rv_evict, target_bytes) == 32);
 static_assert(offsetof(struct rv_evict, freed_bytes) == 48);
-static_assert(sizeof(struct rv_mr_stats) == 112);
+static_assert(sizeof(struct rv_mr_stats) == 128);
+static_assert(offsetof(struct rv_mr_stats, fast_regs) == 112);
 static_assert(sizeof(struct rv_ring_header) == 24);
 static_assert(sizeof(struct rv_ring_header) <= RV_RING_CONSUMER_OFFSET);
 static_assert(sizeof(struct rv_event) == 32);

@@ -23,8 +23,11 @@
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 
-/* Longest wait for a registration's completion. */
-#define RV_FRWR_TIMEOUT_MS	5000
+/*
+ * Longest wait for a registration's completion (microseconds on a healthy
+ * device).  Device removal may wait for this once per queued registration.
+ */
+#define RV_FRWR_TIMEOUT_MS	2000
 
 /* Send queue entries of the registration QP: one work request at a time. */
 #define RV_FRWR_SQ_DEPTH	2

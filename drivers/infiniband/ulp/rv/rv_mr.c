@@ -714,12 +714,13 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	if (ret)
 		goto out_erase;
 
-	ret = rv_mr_check_vmas(addr, length, access & RV_ACCESS_LOCAL_WRITE);
-	if (ret)
-		goto out_remove;
-
 	for (tries = 0; tries < RV_MR_REG_TRIES; tries++) {
 		seq = mmu_interval_read_begin(&e->notifier);
+		/* After read_begin: an mprotect() from now on means retry. */
+		ret = rv_mr_check_vmas(addr, length,
+				       access & RV_ACCESS_LOCAL_WRITE);
+		if (ret)
+			goto out_remove;
 		ret = rv_mr_map(e, job);
 		/* RLIMIT_MEMLOCK of 0 without CAP_IPC_LOCK: still ENOMEM. */
 		if (ret == -EPERM)
@@ -744,6 +745,10 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 			s->max_entries = max(s->max_entries, s->entries);
 			s->max_bytes = max(s->max_bytes, s->bytes);
 			s->misses++;
+			if (e->frmr)
+				s->fast_regs++;
+			else if (e->mr)
+				s->user_mr_regs++;
 			rv_mr_get_user(cache, e);
 			trace_rv_mr_insert(e);
 			spin_unlock(&cache->lock);

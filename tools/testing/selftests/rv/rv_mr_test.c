@@ -758,6 +758,69 @@ TEST_F(mr, inaccessible_refused)
 	EXPECT_EQ(3, stats_of(self->rv).entries);
 }
 
+/* rv's frwr_max_pages parameter, or -1. */
+static long frwr_max_pages(void)
+{
+	FILE *f = fopen("/sys/module/rv/parameters/frwr_max_pages", "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Remote access takes fast registration when the pages fit one MR and the
+ * core's ib_reg_user_mr() when they do not; local-only registrations take
+ * neither.  With frwr_max_pages set (the mr-frwr16 group), both sides of
+ * the cap; at 0 (the device's limit) a 4 MiB registration takes one or
+ * the other.
+ */
+TEST_F(mr, remote_paths)
+{
+	long cap = frwr_max_pages();
+	struct rv_reg_mem r;
+	struct rv_mr_stats s;
+
+	ASSERT_GE(cap, 0);
+	ASSERT_GT(rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, &r), 0);
+	EXPECT_EQ(0, r.rkey);
+	ASSERT_GT(rv_reg_mem(self->rv, self->buf + 8192, 4096, ACC_RW, &r), 0);
+	EXPECT_NE(0, r.rkey);
+	/* Ends inside pages: 2 pages, still one MR. */
+	ASSERT_GT(rv_reg_mem(self->rv, self->buf + 16384 + 100, 5000, ACC_RR,
+			     &r), 0);
+	EXPECT_NE(0, r.rkey);
+	s = stats_of(self->rv);
+	EXPECT_EQ(2, s.fast_regs);
+	EXPECT_EQ(0, s.user_mr_regs);
+
+	if (cap >= 2 && cap <= 128) {
+		ASSERT_GT(rv_reg_mem(self->rv, self->buf + 1 * MiB,
+				     cap * 4096, ACC_RW, &r), 0);
+		EXPECT_NE(0, r.rkey);
+		ASSERT_GT(rv_reg_mem(self->rv, self->buf + 2 * MiB,
+				     (cap + 1) * 4096, ACC_RW, &r), 0);
+		EXPECT_NE(0, r.rkey);
+		s = stats_of(self->rv);
+		EXPECT_EQ(3, s.fast_regs);
+		EXPECT_EQ(1, s.user_mr_regs);
+	} else {
+		ASSERT_GT(rv_reg_mem(self->rv, self->buf, self->buf_len,
+				     ACC_RW, &r), 0);
+		EXPECT_NE(0, r.rkey);
+		s = stats_of(self->rv);
+		EXPECT_EQ(3, s.fast_regs + s.user_mr_regs);
+		TH_LOG("frwr_max_pages %ld: %zu bytes took %s", cap,
+		       self->buf_len,
+		       s.user_mr_regs ? "ib_reg_user_mr()" : "one fast-registration MR");
+	}
+	EXPECT_EQ(s.misses, s.fast_regs + s.user_mr_regs + 1);
+}
+
 /* Thousands of register/evict cycles: keys are recycled, nothing fails. */
 TEST_F(mr, many_cycles)
 {

@@ -316,7 +316,14 @@ static int setup(void)
 		sstate = calloc(nmsgs, 1);
 		sfailed = calloc(nmsgs, 1);
 		sattempt = calloc(nmsgs, sizeof(*sattempt));
-		smr = rv_reg_mem(rv, sbuf, len, RV_ACCESS_LOCAL_WRITE, NULL);
+		/*
+		 * A local-only registration is pinned pages, no kernel MR:
+		 * the victim's also grants remote read, so that the MR the
+		 * script sees go with its file (rdma res show mr) is there.
+		 */
+		smr = rv_reg_mem(rv, sbuf, len, is("victim") ?
+				 RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_READ :
+				 RV_ACCESS_LOCAL_WRITE, NULL);
 		if (!check(smr > 0, "reg-send", "rv_reg_mem: %s", strerror(-smr)))
 			return 1;
 	}

@@ -86,8 +86,9 @@ if [[ ${RV_NODES:-1} -ge 2 && -n ${RV_NODE_IPS:-} ]]; then
 	if [[ ${RV_NODE:-0} -eq 0 ]]; then
 		check_event rv_recv 'job [0-9]+ conn [0-9]+ slot 0 imm 0x[0-9a-f]+ bytes [1-9][0-9]* delivered'
 	else
-		check_event rv_write_post 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs 1 status SUCCESS'
-		check_event rv_write_done 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs 1 status SUCCESS$'
+		# segs: work requests, one per SGE limit of scattered pages.
+		check_event rv_write_post 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs [1-9][0-9]* status SUCCESS'
+		check_event rv_write_done 'job [0-9]+ conn [0-9]+ qp [0-9]+ slot 0 wr_id [0-9]+ bytes [1-9][0-9]* segs [1-9][0-9]* status SUCCESS$'
 	fi
 fi
 

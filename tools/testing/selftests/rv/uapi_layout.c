@@ -106,7 +106,9 @@
 	F(rv_mr_stats, evict_pressure)			\
 	F(rv_mr_stats, evict_request)			\
 	F(rv_mr_stats, invalidations)			\
-	F(rv_mr_stats, failures)
+	F(rv_mr_stats, failures)			\
+	F(rv_mr_stats, fast_regs)			\
+	F(rv_mr_stats, user_mr_regs)
 
 #define RV_RING_HEADER_FIELDS(F)			\
 	F(rv_ring_header, producer)			\

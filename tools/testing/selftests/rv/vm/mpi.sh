@@ -173,7 +173,8 @@ kill "$rvstat_pid" "$qps_pid" 2>/dev/null
 wait "$rvstat_pid" "$qps_pid" 2>/dev/null
 
 # This node's view of the run, from the samples, as "key value" lines:
-# qps_rc_max (RC QPs of rdma res, GSI excluded), and the largest value
+# qps_rc_max (RC QPs of rdma res, GSI and registration QPs excluded),
+# qps_reg_max (RC QPs connected to themselves), and the largest value
 # over the rvstat samples that had the job of: jobs, slots, conns, qps
 # (sum of the connections' num_conn), num_conn, writes_completed,
 # writes_failed, bytes_posted (what rv sent from this node),
@@ -191,11 +192,16 @@ def docs(path):
             except ValueError:
                 pass
 
-qmax = 0
+# A job's registration QP (fast registration of remote-access MRs) is
+# connected to itself: counted apart from the connections' QPs.
+qmax = regmax = 0
 for d in docs(sys.argv[2]):
-    n = sum(1 for q in d if isinstance(q, dict) and q.get("type") == "RC")
-    qmax = max(qmax, n)
+    rc = [q for q in d if isinstance(q, dict) and q.get("type") == "RC"]
+    reg = sum(1 for q in rc if q.get("rqpn") == q.get("lqpn"))
+    qmax = max(qmax, len(rc) - reg)
+    regmax = max(regmax, reg)
 print("qps_rc_max", qmax)
+print("qps_reg_max", regmax)
 # Maxima over the samples: the counters only grow while the job lives,
 # and the first and last samples catch processes attaching or leaving.
 best = {}
@@ -247,10 +253,11 @@ if [[ $PROV == rv ]]; then
 	nrc=$(val qps_rc_max)
 	if [[ $nc -gt 0 && $(val remotes) -eq $((RV_NODES - 1)) &&
 	      $(val conns) -eq $((RV_NODES - 1)) && $(val qps) -eq $want ]] &&
-	   ((nrc == want || (nrc > want && nrc <= 2 * want && $(val generation) > 1))); then
+	   ((nrc == want || (nrc > want && nrc <= 2 * want && $(val generation) > 1))) &&
+	   (($(val qps_reg_max) <= 1)); then
 		tap_ok rv-qps-shared
 	else
-		tap_fail rv-qps-shared "want $((RV_NODES - 1)) connection(s), $want QPs (num_conn $nc x $((RV_NODES - 1))) for $((PPN * PPN * (RV_NODES - 1))) cross-node rank pairs; rvstat: $(val conns) connection(s), $(val qps) QPs; rdma: $nrc RC QPs"
+		tap_fail rv-qps-shared "want $((RV_NODES - 1)) connection(s), $want QPs (num_conn $nc x $((RV_NODES - 1))) for $((PPN * PPN * (RV_NODES - 1))) cross-node rank pairs, and at most the job's registration QP besides; rvstat: $(val conns) connection(s), $(val qps) QPs; rdma: $nrc RC QPs, $(val qps_reg_max) connected to themselves"
 	fi
 	# A write may fail when rxe gives up on a QP (transport retry
 	# counter exceeded: seen under TCG on a loaded host); rv replaces

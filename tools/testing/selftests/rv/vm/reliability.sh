@@ -192,8 +192,9 @@ kill_test() {
 	tap_diag "victim killed, $(rdma res show qp 2>/dev/null | grep -c 'comm \[rdma_cm\]') rv QPs"
 	# the survivors still use the module
 	tap_run unload-refused-in-use rmmod_refused
-	# its one registration (the send buffer) goes with its file; the
-	# file waits for its writes in flight first (at most 10 s)
+	# its one registration (the send buffer, with remote read so that
+	# it is a kernel MR) goes with its file; the file waits for its
+	# writes in flight first (at most 10 s)
 	tap_run victim-mr-released wait_mrs $((mrs - 1)) 30
 	if [[ -n $vpin && $vpin -gt 0 ]]; then tap_ok victim-was-pinned
 	else tap_fail victim-was-pinned "VmPin ${vpin:-unknown} kB before the kill"; fi
