@@ -355,6 +355,9 @@ soak_test() {
 	done
 	wait_files "$k.streaming.*" $((RV_NODES * (RV_NODES - 1) * per)) 120 || true
 	barrier soak-strike || true
+	tap_diag "soak: rv's kernel QPs and MRs on node$me:" \
+		"$(rdma res show qp 2>/dev/null | grep -F 'comm [rv]')" \
+		"$(rdma res show mr 2>/dev/null | grep -cF 'comm [rv]') MRs"
 	# Flap f cuts node (f mod N) off for $down s, $gap s after the
 	# previous one ended, node1 first: every connection of the job is
 	# hit.  The cut is a netem qdisc dropping everything eth0 sends:
