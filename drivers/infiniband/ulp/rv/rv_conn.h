@@ -149,13 +149,6 @@ struct rv_conn_qp {
 	bool flush_seen;
 };
 
-/*
- * SGEs a write's work request carries at most: a write from a registration
- * of scattered pages takes an SGE per DMA-contiguous run; more SGEs mean
- * fewer work requests, but a bigger send queue entry on most devices.
- */
-#define RV_MAX_SEND_SGE 16
-
 /**
  * struct rv_conn - a job's connection to one remote node
  * @kref: one reference per handle (and per waiting CONN_QUERY)

@@ -534,6 +534,36 @@ static int rv_mr_ib_access(u32 access)
 	return ib_access;
 }
 
+/**
+ * rv_mr_count_wrs - work requests rv_mr_sge_next() will cut a write into
+ * @e: the registration, held by the write
+ * @addr: start of the write, inside @e
+ * @length: its bytes, at least 1
+ * @max_sge: SGEs a work request may carry
+ * @max_bytes: bytes a work request may carry
+ *
+ * Without a walk when the answer is plain: an MR takes one SGE per work
+ * request, and pages no more than @max_sge fit one.  Otherwise the walk
+ * itself, so that the count always equals what posting cuts.
+ */
+u32 rv_mr_count_wrs(const struct rv_mr_entry *e, u64 addr, u64 length,
+		    u32 max_sge, u32 max_bytes)
+{
+	u64 pages = ((addr + length - 1) >> PAGE_SHIFT) - (addr >> PAGE_SHIFT) + 1;
+	struct ib_sge sge[RV_MAX_SEND_SGE];
+	struct rv_mr_sge_iter it;
+	u32 wrs = 0, bytes;
+
+	if (!e->umem)
+		return DIV_ROUND_UP_ULL(length, max_bytes);
+	if (pages <= max_sge && length <= max_bytes)
+		return 1;
+	rv_mr_sge_start(&it, e, 0, addr, length);
+	while (rv_mr_sge_next(&it, sge, max_sge, max_bytes, &bytes))
+		wrs++;
+	return wrs;
+}
+
 /*
  * ib_umem_get() pins read-only registrations with FOLL_FORCE: refuse
  * ranges the caller could not access itself (a PROT_NONE guard page,

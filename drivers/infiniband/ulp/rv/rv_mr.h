@@ -121,6 +121,13 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 				 u64 addr, u64 length);
 void rv_mr_put_io(struct rv_mr_entry *e);
 
+/*
+ * SGEs a write's work request carries at most: a write from a registration
+ * of scattered pages takes an SGE per DMA-contiguous run; more SGEs mean
+ * fewer work requests, but a bigger send queue entry on most devices.
+ */
+#define RV_MAX_SEND_SGE 16
+
 /**
  * struct rv_mr_sge_iter - walks a write's source as work request SGEs
  * @e: the registration, held by the write (rv_mr_get_io())
@@ -139,6 +146,8 @@ void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
 		     u32 local_dma_lkey, u64 addr, u64 length);
 u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 		   u32 max_sge, u32 max_bytes, u32 *bytes);
+u32 rv_mr_count_wrs(const struct rv_mr_entry *e, u64 addr, u64 length,
+		    u32 max_sge, u32 max_bytes);
 
 int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,

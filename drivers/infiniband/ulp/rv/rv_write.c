@@ -491,25 +491,6 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 	return 1;
 }
 
-/*
- * Work requests a write of @length bytes from @mr needs: as many as its
- * walk yields, each within the QP's SGE and message size limits.
- */
-static u32 rv_write_count_segs(const struct rv_conn *conn,
-			       struct rv_mr_entry *mr, u32 lkey,
-			       const struct rv_write *w)
-{
-	struct ib_sge sge[RV_MAX_SEND_SGE];
-	struct rv_mr_sge_iter it;
-	u32 segs = 0, bytes;
-
-	rv_mr_sge_start(&it, mr, lkey, w->local_addr, w->length);
-	while (rv_mr_sge_next(&it, sge, conn->max_sge, conn->max_segment,
-			      &bytes))
-		segs++;
-	return segs;
-}
-
 /* Connection states in which a post may proceed, or the errno. */
 static int rv_write_conn_ready(const struct rv_conn *conn)
 {
@@ -554,7 +535,8 @@ static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 				  w->length);
 		if (IS_ERR(mr))
 			return PTR_ERR(mr);
-		segs = rv_write_count_segs(conn, mr, lkey, w);
+		segs = rv_mr_count_wrs(mr, w->local_addr, w->length,
+				       conn->max_sge, conn->max_segment);
 		rv_mr_sge_start(&sges, mr, lkey, w->local_addr, w->length);
 	}
 	if (segs > conn->depth) {
