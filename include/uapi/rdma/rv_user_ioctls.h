@@ -219,6 +219,9 @@ struct rv_attach {
 #define RV_ACCESS_REMOTE_WRITE	(1U << 1)
 #define RV_ACCESS_REMOTE_READ	(1U << 2)
 
+/* Most rkeys one registration may need (REG_MEM fails with E2BIG above). */
+#define RV_MAX_REG_KEYS		4096
+
 /**
  * struct rv_reg_mem - register [@addr, @addr + @length) or find it cached
  * @size: sizeof(struct rv_reg_mem)
@@ -228,21 +231,38 @@ struct rv_attach {
  * @access: in: RV_ACCESS_* bits
  * @handle: out: names the registration in DEREG_MEM and later commands;
  *	handles are per file and a hit returns the handle of the cached entry
- * @lkey: out: the registration's local key with remote access, else 0
- *	(rv's writes name their source by @handle, never by key)
- * @rkey: out: remote key a peer uses to write into (or read) the buffer;
- *	0 without RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ
+ * @lkey: out: local key of @rkey's MR with remote access, else 0 (rv's
+ *	writes name their source by @handle, never by key)
+ * @rkey: out: remote key a peer uses to write into (or read) the chunk
+ *	holding @addr (the only chunk when @nr_rkeys is 1); 0 without
+ *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ
  * @iova: out: the address a peer uses with @rkey for the byte at @addr
  *	(offsets from @addr carry over unchanged)
  * @region_addr: out: start of the cached region that covers the request
  * @region_length: out: length of that region
+ * @rkeys: in: user pointer to an array of @nr_rkeys __u32, or 0
+ * @nr_rkeys: in: entries @rkeys holds; out: the keys the request needs
+ *	(0 without remote access), written to @rkeys[0..@nr_rkeys - 1]
+ * @rkey_shift: out: log2 of the bytes of a key chunk; 0 without remote
+ *	access
+ *
+ * Remote keys.  The device maps a limited number of pages per MR, so rv
+ * cuts the address space into chunks of 1 << @rkey_shift bytes, aligned
+ * to their size (2 MiB on rxe, bnxt_re, hns and erdma with 4 KiB pages,
+ * 1 GiB on irdma; the module parameter frwr_max_pages lowers it), and
+ * gives a remote-access registration one key per chunk it touches.  The
+ * key of remote address @r (with @iova <= @r < @iova + @length) is
+ * @rkeys[(@r >> @rkey_shift) - (@iova >> @rkey_shift)], and one RDMA
+ * operation must stay within one chunk: split a write where
+ * (@r >> @rkey_shift) changes.  A request inside one chunk needs no
+ * array: @rkey is its key.
  *
  * A request that lies inside a cached region registered with at least
  * @access is a hit; the entry gains one reference.  Otherwise the pages are
  * pinned (charged to RLIMIT_MEMLOCK) and mapped for the job's device; with
- * remote access they are registered in the job's kernel PD, covering
- * exactly [@addr, @addr + @length) (fast registration when the pages fit
- * one MR: module parameter frwr_max_pages, see rv(7)).  Every byte
+ * remote access they are registered in the job's kernel PD by fast
+ * registration, each key covering exactly its chunk's part of
+ * [@addr, @addr + @length).  Every byte
  * must be mapped readable by the caller, and writable when @access has
  * RV_ACCESS_LOCAL_WRITE or RV_ACCESS_REMOTE_WRITE; a later mprotect()
  * does not change what was pinned.
@@ -262,6 +282,14 @@ struct rv_attach {
  *  EAGAIN   the range kept changing while it was being registered
  *  EIO      the device failed the fast registration
  *  ETIMEDOUT the device did not complete it within 2 s
+ *  EOVERFLOW the request needs more keys than @nr_rkeys (always for a
+ *           caller built before @rkeys existed): @nr_rkeys says how many,
+ *           @handle is 0, no reference is held and the registration stays
+ *           cached, so a retry with a larger array is a hit
+ *  E2BIG    remote access needing more than RV_MAX_REG_KEYS keys
+ *  EOPNOTSUPP remote access on a device without fast registration
+ *  EINVAL   also: @nr_rkeys not 0 with @rkeys 0
+ *  EFAULT   also: @rkeys not writable
  */
 struct rv_reg_mem {
 	__u32 size;
@@ -275,6 +303,9 @@ struct rv_reg_mem {
 	__aligned_u64 iova;
 	__aligned_u64 region_addr;
 	__aligned_u64 region_length;
+	__aligned_u64 rkeys;
+	__u32 nr_rkeys;
+	__u32 rkey_shift;
 };
 
 #define RV_IOCTL_REG_MEM _IO(RV_IOCTL_TYPE, RV_CMD_REG_MEM)
@@ -367,10 +398,8 @@ struct rv_evict {
  *	ENOSPC)
  * @fast_regs: out: of @misses, registrations with remote access given a
  *	fast-registration MR
- * @user_mr_regs: out: of @misses, registrations with remote access too
- *	large for one fast-registration MR (module parameter frwr_max_pages),
- *	registered by the core's ib_reg_user_mr(), which irdma and hns do not
- *	support for kernel callers
+ * @fast_reg_keys: out: the fast-registration MRs @fast_regs made, one
+ *	per key (more than @fast_regs when registrations span key chunks)
  *
  * Entries invalidated while in use still count in @entries and @bytes
  * (their pages stay pinned) until their last reference is dropped.
@@ -394,7 +423,7 @@ struct rv_mr_stats {
 	__aligned_u64 invalidations;
 	__aligned_u64 failures;
 	__aligned_u64 fast_regs;
-	__aligned_u64 user_mr_regs;
+	__aligned_u64 fast_reg_keys;
 };
 
 #define RV_IOCTL_MR_STATS _IO(RV_IOCTL_TYPE, RV_CMD_MR_STATS)

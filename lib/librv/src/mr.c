@@ -3,6 +3,7 @@
  * The MR cache commands: thin wrappers that fill in the size/flags header.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -10,8 +11,9 @@
 #include <rv/librv.h>
 #include "librv_internal.h"
 
-int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
-	       unsigned int access, struct rv_reg_mem *out)
+int rv_reg_mem_keys(struct rv *rv, const void *addr, size_t length,
+		    unsigned int access, struct rv_reg_mem *out,
+		    uint32_t *rkeys, uint32_t nr_rkeys)
 {
 	struct rv_reg_mem cmd;
 	int ret;
@@ -21,13 +23,29 @@ int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
 	cmd.addr = (uintptr_t)addr;
 	cmd.length = length;
 	cmd.access = access;
+	cmd.rkeys = (uintptr_t)rkeys;
+	cmd.nr_rkeys = rkeys ? nr_rkeys : 0;
 	ret = rv_ioctl(rv, RV_IOCTL_REG_MEM, &cmd);
+	/* EOVERFLOW still says how many keys are needed. */
+	if (out && (!ret || ret == -EOVERFLOW))
+		*out = cmd;
 	if (ret)
 		return ret;
-	if (out)
-		*out = cmd;
 	/* Handles are 1..INT_MAX. */
 	return (int)cmd.handle;
+}
+
+int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
+	       unsigned int access, struct rv_reg_mem *out)
+{
+	struct rv_reg_mem cmd;
+	int ret;
+
+	ret = rv_reg_mem_keys(rv, addr, length, access, &cmd, NULL, 0);
+	/* Callers built against librv 1.2 have the struct up to here. */
+	if (out && ret > 0)
+		memcpy(out, &cmd, offsetof(struct rv_reg_mem, rkeys));
+	return ret;
 }
 
 int rv_dereg_mem(struct rv *rv, unsigned int handle)

@@ -251,7 +251,7 @@ void rv_device_put(struct rv_device *dev);
 /* rv_frwr.c */
 void rv_frwr_init(struct rv_frwr_qp *f);
 void rv_frwr_release(struct rv_job *job);
-u32 rv_frwr_max_pages(const struct rv_job *job);
+u8 rv_frwr_key_shift(const struct rv_job *job);
 int rv_frwr_register(struct rv_job *job, struct ib_mr *mr, int ib_access);
 
 /* rv_job.c */

@@ -115,12 +115,13 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 		    default_mr_cache_bytes),
 	RV_IOCTL_OP(RV_CMD_ATTACH, rv_cmd_attach, struct rv_attach,
 		    mr_cache_bytes),
+	/* Minimum size 64: rkeys, nr_rkeys and rkey_shift were appended. */
 	RV_IOCTL_OP(RV_CMD_REG_MEM, rv_cmd_reg_mem, struct rv_reg_mem,
 		    region_length),
 	RV_IOCTL_OP(RV_CMD_DEREG_MEM, rv_cmd_dereg_mem, struct rv_dereg_mem,
 		    refs),
 	RV_IOCTL_OP(RV_CMD_EVICT, rv_cmd_evict, struct rv_evict, freed_bytes),
-	/* Minimum size 112: fast_regs and user_mr_regs were appended. */
+	/* Minimum size 112: fast_regs and fast_reg_keys were appended. */
 	RV_IOCTL_OP(RV_CMD_MR_STATS, rv_cmd_mr_stats, struct rv_mr_stats,
 		    failures),
 	RV_IOCTL_OP(RV_CMD_CONN_CREATE, rv_cmd_conn_create,
@@ -156,10 +157,12 @@ static_assert(offsetof(struct rv_attach, job_key) == 24);
 static_assert(offsetof(struct rv_attach, num_conn) == 40);
 static_assert(offsetof(struct rv_attach, slot) == 52);
 static_assert(offsetof(struct rv_attach, mr_cache_bytes) == 56);
-static_assert(sizeof(struct rv_reg_mem) == 64);
+static_assert(sizeof(struct rv_reg_mem) == 80);
 static_assert(offsetof(struct rv_reg_mem, access) == 24);
 static_assert(offsetof(struct rv_reg_mem, iova) == 40);
 static_assert(offsetof(struct rv_reg_mem, region_length) == 56);
+static_assert(offsetof(struct rv_reg_mem, rkeys) == 64);
+static_assert(offsetof(struct rv_reg_mem, rkey_shift) == 76);
 static_assert(sizeof(struct rv_dereg_mem) == 16);
 static_assert(sizeof(struct rv_evict) == 56);
 static_assert(offsetof(struct rv_evict, target_bytes) == 32);

@@ -20,6 +20,7 @@
 #include "rv.h"
 
 #include <linux/etherdevice.h>
+#include <linux/log2.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 
@@ -195,22 +196,25 @@ void rv_frwr_release(struct rv_job *job)
 }
 
 /**
- * rv_frwr_max_pages - pages one fast-registration MR of the job may map
+ * rv_frwr_key_shift - log2 of the bytes one key chunk of the job covers
  * @job: the job; its device is not removed
  *
- * 0 when the device has no fast registration.  Capped by the module
- * parameter frwr_max_pages.
+ * A chunk is the most pages one fast-registration MR maps (the device's
+ * limit, capped by the module parameter frwr_max_pages) rounded down to a
+ * power of two, so a chunk aligned in the address space always fits one
+ * MR.  0 when the device has no fast registration.
  */
-u32 rv_frwr_max_pages(const struct rv_job *job)
+u8 rv_frwr_key_shift(const struct rv_job *job)
 {
 	const struct ib_device_attr *attrs = &job->dev->ibdev->attrs;
 	u32 pages = attrs->max_fast_reg_page_list_len;
 
-	if (!(attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
+	if (!(attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) ||
+	    !pages)
 		return 0;
 	if (rv_frwr_max_pages_param)
 		pages = min(pages, rv_frwr_max_pages_param);
-	return pages;
+	return PAGE_SHIFT + ilog2(pages);
 }
 
 /**

@@ -9,14 +9,14 @@
  * RLIMIT_MEMLOCK, DMA-mapped for the device) and keeps each page's DMA
  * address.  A write's source is posted as SGEs over those addresses with
  * the PD's local DMA lkey, which every RC driver supports.  Remote access
- * adds a fast-registration MR over the same addresses (rv_frwr.c), iova
- * == the user address, when the pages fit the device's (and the module
- * parameter frwr_max_pages's) page-list limit.  A larger remote-access
- * registration still goes through ib_reg_user_mr(), which pins the pages
- * itself and which irdma and hns do not support for kernel callers (see
- * Documentation/rv-drivers.rst): splitting it into several MRs needs a
- * uAPI for their keys, which is still to come.  Writes from it use the
- * MR's lkey.  No registration path depends on udata otherwise.
+ * adds fast-registration MRs over the same addresses (rv_frwr.c), iova
+ * == the user address.  One MR maps at most the device's (and the module
+ * parameter frwr_max_pages's) page-list limit, so the address space is cut
+ * into aligned key chunks of that many pages rounded down to a power of
+ * two, and a registration gets one MR, and one rkey, per chunk it touches:
+ * a peer finds the key of a remote address by shifting it.  Nothing
+ * depends on udata or on a driver's reg_user_mr (which irdma and hns do
+ * not support for kernel callers, see Documentation/rv-drivers.rst).
  *
  * Every byte must be mapped with read access (and write access when the
  * device may write): on 6.1, ib_umem_get() forces read-only pins, so
@@ -119,15 +119,14 @@ static void rv_mr_put_user(struct rv_mr_cache *cache, struct rv_mr_entry *e,
  */
 static void rv_mr_unmap(struct rv_mr_entry *e)
 {
-	/* The rkey dies before the pages behind it are unpinned. */
-	if (e->frmr) {
-		ib_dereg_mr(e->frmr);
-		e->frmr = NULL;
-	}
-	if (e->mr) {
-		ib_dereg_mr(e->mr);
-		e->mr = NULL;
-	}
+	u32 i;
+
+	/* The rkeys die before the pages behind them are unpinned. */
+	for (i = 0; i < e->nr_frmrs; i++)
+		ib_dereg_mr(e->frmrs[i]);
+	kfree(e->frmrs);
+	e->frmrs = NULL;
+	e->nr_frmrs = 0;
 	if (e->umem) {
 		ib_umem_release(e->umem);
 		e->umem = NULL;
@@ -138,7 +137,7 @@ static void rv_mr_unmap(struct rv_mr_entry *e)
 
 /*
  * Deregister and free DEAD entries.  The caller holds the device's rwsem
- * for read (device removal, which clears ->mr and ->umem, holds it for
+ * for read (device removal, which clears ->frmrs and ->umem, holds it for
  * write) and not cache->lock.
  */
 static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
@@ -305,25 +304,25 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 {
 	struct rv_mr_entry *e;
 	unsigned long index;
-	struct ib_mr *mr, *frmr;
+	struct ib_mr **frmrs;
 	struct ib_umem *umem;
+	u32 nr_frmrs, i;
 
 	xa_for_each(&cache->handles, index, e) {
 		spin_lock(&cache->lock);
-		mr = e->mr;
-		e->mr = NULL;
-		frmr = e->frmr;
-		e->frmr = NULL;
+		frmrs = e->frmrs;
+		nr_frmrs = e->nr_frmrs;
+		e->frmrs = NULL;
+		e->nr_frmrs = 0;
 		umem = e->umem;
 		e->umem = NULL;
 		if (e->state == RV_MR_CACHED)
 			rv_mr_retire(cache, e);
 		spin_unlock(&cache->lock);
 		/* Writes read ->dma only under the rwsem we hold for write. */
-		if (mr)
-			ib_dereg_mr(mr);
-		if (frmr)
-			ib_dereg_mr(frmr);
+		for (i = 0; i < nr_frmrs; i++)
+			ib_dereg_mr(frmrs[i]);
+		kfree(frmrs);
 		if (umem)
 			ib_umem_release(umem);
 	}
@@ -351,7 +350,7 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 	if (!e || !e->user_refs ||
 	    (e->state != RV_MR_CACHED && e->state != RV_MR_STALE))
 		e = ERR_PTR(-ENOENT);
-	else if (e->state == RV_MR_STALE || (!e->mr && !e->umem))
+	else if (e->state == RV_MR_STALE || !e->umem)
 		e = ERR_PTR(-ESTALE);
 	else if (addr < e->it.start || addr - e->it.start > e->length ||
 		 length > e->length - (addr - e->it.start))
@@ -366,7 +365,7 @@ void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
 		     u32 local_dma_lkey, u64 addr, u64 length)
 {
 	it->e = e;
-	it->lkey = e->umem ? local_dma_lkey : e->mr->lkey;
+	it->lkey = local_dma_lkey;
 	it->pos = addr;
 	it->left = length;
 }
@@ -379,11 +378,9 @@ void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
  * @max_bytes: bytes a work request may carry, at least 1
  * @bytes: out: bytes in @sge
  *
- * Pinned pages: an SGE per run of DMA-contiguous pages.  Otherwise
- * ib_reg_user_mr()'s MR covers the registration with iova == the user
- * address: one SGE.  The caller holds the
- * device's rwsem for read (->dma stays mapped).  Returns the SGEs filled,
- * 0 once the walk is over.
+ * An SGE per run of DMA-contiguous pages.  The caller holds the device's
+ * rwsem for read (->dma stays mapped).  Returns the SGEs filled, 0 once
+ * the walk is over.
  */
 u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 		   u32 max_sge, u32 max_bytes, u32 *bytes)
@@ -393,16 +390,12 @@ u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 	u32 n = 0, total = 0;
 
 	while (it->left && total < max_bytes) {
+		u32 off = offset_in_page(it->pos);
 		u32 len = min_t(u64, it->left, max_bytes - total);
-		u64 addr = it->pos;
+		u64 addr;
 
-		if (e->umem) {
-			u32 off = offset_in_page(it->pos);
-
-			len = min_t(u32, len, PAGE_SIZE - off);
-			addr = e->dma[(it->pos - first_page) >> PAGE_SHIFT] +
-			       off;
-		}
+		len = min_t(u32, len, PAGE_SIZE - off);
+		addr = e->dma[(it->pos - first_page) >> PAGE_SHIFT] + off;
 		if (n && sge[n - 1].addr + sge[n - 1].length == addr) {
 			sge[n - 1].length += len;
 		} else {
@@ -542,9 +535,9 @@ static int rv_mr_ib_access(u32 access)
  * @max_sge: SGEs a work request may carry
  * @max_bytes: bytes a work request may carry
  *
- * Without a walk when the answer is plain: an MR takes one SGE per work
- * request, and pages no more than @max_sge fit one.  Otherwise the walk
- * itself, so that the count always equals what posting cuts.
+ * Without a walk when the answer is plain: pages no more than @max_sge fit
+ * one.  Otherwise the walk itself, so that the count always equals what
+ * posting cuts.
  */
 u32 rv_mr_count_wrs(const struct rv_mr_entry *e, u64 addr, u64 length,
 		    u32 max_sge, u32 max_bytes)
@@ -554,8 +547,6 @@ u32 rv_mr_count_wrs(const struct rv_mr_entry *e, u64 addr, u64 length,
 	struct rv_mr_sge_iter it;
 	u32 wrs = 0, bytes;
 
-	if (!e->umem)
-		return DIV_ROUND_UP_ULL(length, max_bytes);
 	if (pages <= max_sge && length <= max_bytes)
 		return 1;
 	rv_mr_sge_start(&it, e, 0, addr, length);
@@ -619,21 +610,40 @@ static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
 	return 0;
 }
 
-/*
- * Give a pinned remote-access registration its rkey: a fast-registration
- * MR over its pages, exactly [start, last], iova == the user address.
- */
-static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job)
+/* Key chunks [start, last] touches, for chunks of 1 << @shift bytes. */
+static u32 rv_mr_nr_keys(u64 start, u64 last, u8 shift)
 {
-	unsigned int sg_offset = offset_in_page(e->it.start);
-	u32 npages = e->npages, i;
+	return (last >> shift) - (start >> shift) + 1;
+}
+
+/* Chunk @i of @e's keys: the part [*start, *last] of @e it covers. */
+static void rv_mr_key_chunk(const struct rv_mr_entry *e, u32 i, u64 *start,
+			    u64 *last)
+{
+	u64 base = ((e->it.start >> e->key_shift) + i) << e->key_shift;
+
+	*start = max(base, e->it.start);
+	*last = min(base + BIT_ULL(e->key_shift) - 1, e->it.last);
+}
+
+/*
+ * A fast-registration MR over the pinned pages of [start, last], part of
+ * @e: exactly those bytes, iova == the user address.
+ */
+static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
+				      struct rv_job *job, u64 start, u64 last)
+{
+	u32 first = (start >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT);
+	u32 npages = (last >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
+	unsigned int sg_offset = offset_in_page(start);
 	struct scatterlist *sgl;
 	struct ib_mr *mr;
 	int ret, n;
+	u32 i;
 
 	mr = ib_alloc_mr(job->pd, IB_MR_TYPE_MEM_REG, npages);
 	if (IS_ERR(mr))
-		return PTR_ERR(mr);
+		return mr;
 	sgl = kvmalloc_array(npages, sizeof(*sgl), GFP_KERNEL);
 	if (!sgl) {
 		ret = -ENOMEM;
@@ -641,59 +651,73 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job)
 	}
 	sg_init_table(sgl, npages);
 	for (i = 0; i < npages; i++) {
-		sg_dma_address(&sgl[i]) = e->dma[i];
+		sg_dma_address(&sgl[i]) = e->dma[first + i];
 		sg_dma_len(&sgl[i]) = PAGE_SIZE;
 	}
-	/* A peer may not write past the registration into its last page. */
-	sg_dma_len(&sgl[npages - 1]) = offset_in_page(e->it.last) + 1;
+	/* A peer may not write past the chunk into its last page. */
+	sg_dma_len(&sgl[npages - 1]) = offset_in_page(last) + 1;
 	n = ib_map_mr_sg(mr, sgl, npages, &sg_offset, PAGE_SIZE);
 	kvfree(sgl);
 	if (n != npages) {
 		ret = n < 0 ? n : -EINVAL;
 		goto out_dereg;
 	}
-	mr->iova = e->it.start;
+	mr->iova = start;
 	ret = rv_frwr_register(job, mr, rv_mr_ib_access(e->access));
 	if (ret)
 		goto out_dereg;
-	e->frmr = mr;
-	return 0;
+	return mr;
 
 out_dereg:
 	ib_dereg_mr(mr);
-	return ret;
+	return ERR_PTR(ret);
 }
 
-/* Pages [start, last] touches. */
-static u64 rv_mr_span_pages(const struct rv_mr_entry *e)
+/*
+ * Give a pinned remote-access registration its rkeys, one MR per key
+ * chunk.  On error the MRs made so far stay in @e for rv_mr_unmap().
+ */
+static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 {
-	return ((e->it.last >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT)) + 1;
+	struct ib_mr *mr;
+	u64 start, last;
+	u32 i;
+
+	e->frmrs = kcalloc(nr_keys, sizeof(*e->frmrs), GFP_KERNEL_ACCOUNT);
+	if (!e->frmrs)
+		return -ENOMEM;
+	for (i = 0; i < nr_keys; i++) {
+		rv_mr_key_chunk(e, i, &start, &last);
+		mr = rv_mr_frwr_chunk(e, job, start, last);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		e->frmrs[i] = mr;
+		e->nr_frmrs = i + 1;
+	}
+	return 0;
 }
 
 /* Pin and map @e's pages for the device: see the top of this file. */
 static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
 {
-	struct ib_pd *pd = job->pd;
-	struct ib_mr *mr;
+	u32 nr_keys;
 	int ret;
 
 	if (!(e->access & RV_ACCESS_REMOTE))
-		return rv_mr_pin(e, pd->device);
-	if (rv_mr_span_pages(e) <= rv_frwr_max_pages(job)) {
-		ret = rv_mr_pin(e, pd->device);
-		if (!ret) {
-			ret = rv_mr_frwr(e, job);
-			if (ret)
-				rv_mr_unmap(e);
-		}
+		return rv_mr_pin(e, job->pd->device);
+	e->key_shift = rv_frwr_key_shift(job);
+	if (!e->key_shift)
+		return -EOPNOTSUPP;
+	nr_keys = rv_mr_nr_keys(e->it.start, e->it.last, e->key_shift);
+	if (nr_keys > RV_MAX_REG_KEYS)
+		return -E2BIG;
+	ret = rv_mr_pin(e, job->pd->device);
+	if (ret)
 		return ret;
-	}
-	mr = ib_reg_user_mr(pd, e->it.start, e->length, e->it.start,
-			    rv_mr_ib_access(e->access));
-	if (IS_ERR(mr))
-		return PTR_ERR(mr);
-	e->mr = mr;
-	return 0;
+	ret = rv_mr_frwr(e, job, nr_keys);
+	if (ret)
+		rv_mr_unmap(e);
+	return ret;
 }
 
 /*
@@ -775,10 +799,10 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 			s->max_entries = max(s->max_entries, s->entries);
 			s->max_bytes = max(s->max_bytes, s->bytes);
 			s->misses++;
-			if (e->frmr)
+			if (e->frmrs) {
 				s->fast_regs++;
-			else if (e->mr)
-				s->user_mr_regs++;
+				s->fast_reg_keys += e->nr_frmrs;
+			}
 			rv_mr_get_user(cache, e);
 			trace_rv_mr_insert(e);
 			spin_unlock(&cache->lock);
@@ -811,18 +835,52 @@ static bool rv_mr_range_ok(u64 addr, u64 length)
 	return length && addr + length > addr;
 }
 
+/*
+ * Tell the caller the keys of the chunks its request touches, the first
+ * in @rkey.  The MRs cannot change: the caller holds a reference to @e
+ * and the device's rwsem.  -EOVERFLOW when @rkeys is too short for them.
+ */
+static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
+{
+	u32 __user *ukeys = u64_to_user_ptr(cmd->rkeys);
+	u32 first, nr_keys, i;
+
+	cmd->lkey = 0;
+	cmd->rkey = 0;
+	cmd->rkey_shift = 0;
+	if (!e->frmrs) {
+		cmd->nr_rkeys = 0;
+		return 0;
+	}
+	first = (cmd->addr >> e->key_shift) - (e->it.start >> e->key_shift);
+	nr_keys = rv_mr_nr_keys(cmd->addr, cmd->addr + cmd->length - 1,
+				e->key_shift);
+	cmd->lkey = e->frmrs[first]->lkey;
+	cmd->rkey = e->frmrs[first]->rkey;
+	cmd->rkey_shift = e->key_shift;
+	if (nr_keys > cmd->nr_rkeys) {
+		cmd->nr_rkeys = nr_keys;
+		return nr_keys > 1 ? -EOVERFLOW : 0;
+	}
+	cmd->nr_rkeys = nr_keys;
+	for (i = 0; i < nr_keys; i++)
+		if (put_user(e->frmrs[first + i]->rkey, &ukeys[i]))
+			return -EFAULT;
+	return 0;
+}
+
 int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 {
 	struct rv_mr_cache *cache = &rf->mr_cache;
 	struct rv_reg_mem *cmd = arg;
 	struct rv_mr_entry *e;
 	LIST_HEAD(victims);
-	struct ib_mr *mr;
 	u32 access;
-	int ret;
+	int ret, keys_ret;
 
 	if (cmd->flags || (cmd->access & ~RV_ACCESS_ALL) ||
-	    !rv_mr_range_ok(cmd->addr, cmd->length))
+	    !rv_mr_range_ok(cmd->addr, cmd->length) ||
+	    (cmd->nr_rkeys && !cmd->rkeys))
 		return -EINVAL;
 	access = cmd->access;
 	/* Verbs require local write for remote write. */
@@ -851,17 +909,17 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		}
 	}
 
-	/* The MRs cannot change: we hold a reference and the rwsem. */
-	mr = e->frmr ?: e->mr;
-	cmd->handle = e->handle;
-	cmd->lkey = mr ? mr->lkey : 0;
-	cmd->rkey = mr ? mr->rkey : 0;
+	keys_ret = rv_mr_give_keys(e, cmd);
+	cmd->handle = keys_ret ? 0 : e->handle;
 	cmd->iova = cmd->addr;
 	cmd->region_addr = e->it.start;
 	cmd->region_length = e->length;
-	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
+	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd)) ?: keys_ret;
 	if (ret) {
-		/* The caller never learnt the handle: take the reference back. */
+		/*
+		 * The caller never learnt the handle: take the reference back
+		 * (the registration stays cached for the caller's retry).
+		 */
 		spin_lock(&cache->lock);
 		rv_mr_put_user(cache, e, &victims);
 		spin_unlock(&cache->lock);

@@ -39,15 +39,15 @@ enum rv_mr_state {
  * @it: [start, last] in the cache's interval tree while CACHED
  * @notifier: invalidates the entry when its memory changes
  * @cache: the cache it belongs to
- * @mr: ib_reg_user_mr()'s MR of a remote-access registration too large
- *	for fast registration (it pins the pages itself); else NULL, and
- *	once deregistered
- * @umem: the pinned, DMA-mapped pages; NULL with @mr, and once released
- *	(device removal)
+ * @umem: the pinned, DMA-mapped pages; NULL once released (device
+ *	removal)
  * @dma: DMA address of each page of @umem, from the page holding @it.start
  * @npages: entries in @dma
- * @frmr: the fast-registration MR over @umem giving a remote-access
- *	registration its rkey; NULL otherwise, and once deregistered
+ * @frmrs: a remote-access registration's fast-registration MRs over
+ *	@umem, one per key chunk (rv_mr_key_chunk()); NULL for local-only
+ *	registrations, and once deregistered
+ * @nr_frmrs: entries in @frmrs
+ * @key_shift: log2 of the bytes of address space one key chunk covers
  * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
  * @length: bytes registered
  * @handle: id in @cache->handles
@@ -63,11 +63,12 @@ struct rv_mr_entry {
 	struct interval_tree_node it;
 	struct mmu_interval_notifier notifier;
 	struct rv_mr_cache *cache;
-	struct ib_mr *mr;
 	struct ib_umem *umem;
 	dma_addr_t *dma;
 	u32 npages;
-	struct ib_mr *frmr;
+	struct ib_mr **frmrs;
+	u32 nr_frmrs;
+	u8 key_shift;
 	struct list_head lru;
 	u64 length;
 	u32 handle;
@@ -90,8 +91,8 @@ struct rv_mr_entry {
  * @free_work: deregisters @dead outside the notifier (and mmap_lock)
  * @closing: the file is closing; @free_work must not be queued again
  * @job: the file's job, set at ATTACH; its device's rwsem is held (read)
- *	around every ib_reg_user_mr()/ib_dereg_mr() so device removal sees
- *	each MR either registered in @handles or gone
+ *	around every pin/registration and release so device removal sees
+ *	each entry's MRs and pages either in @handles or gone
  * @stats: the figures MR_STATS reports (size and flags unused)
  *
  * Lock order: rv_file.lock -> rv_device.rwsem -> @lock -> @handles' lock.
@@ -131,7 +132,7 @@ void rv_mr_put_io(struct rv_mr_entry *e);
 /**
  * struct rv_mr_sge_iter - walks a write's source as work request SGEs
  * @e: the registration, held by the write (rv_mr_get_io())
- * @lkey: key of the SGEs: @e's MR's, or the PD's local DMA lkey
+ * @lkey: key of the SGEs: the PD's local DMA lkey
  * @pos: next byte, as a user address
  * @left: bytes not yet handed out
  */

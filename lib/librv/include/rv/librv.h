@@ -176,14 +176,15 @@ int rv_ipv4_gid(const char *ibdev_name, unsigned int port_num, int gid_index,
  * @addr: start of the buffer
  * @length: bytes, at least 1
  * @access: RV_ACCESS_* bits (REMOTE_WRITE implies LOCAL_WRITE)
- * @out: if not NULL, the kernel's answer: @lkey, @rkey, @iova (what a
- *	peer uses with @rkey for @addr) and the cached region that covers
- *	the buffer
+ * @out: if not NULL, the kernel's answer up to @region_length (the fields
+ *	of librv 1.2): @lkey, @rkey, @iova (what a peer uses with @rkey for
+ *	@addr) and the cached region that covers the buffer
  *
  * A buffer inside a cached registration with at least @access is a hit
  * and costs no pinning.  Each successful call takes one reference that
  * rv_dereg_mem() drops; the registration stays cached after that.  Any
- * size up to the cache limit is one registration.
+ * size up to the cache limit is one registration.  A remote-access buffer
+ * that spans several key chunks needs rv_reg_mem_keys().
  *
  * Return: the handle (> 0), or
  *  -EINVAL    @length is 0, the range wraps, or @access has unknown bits
@@ -192,12 +193,50 @@ int rv_ipv4_gid(const char *ibdev_name, unsigned int port_num, int gid_index,
  *  -ENOSPC    the buffer does not fit under the cache limit even with every
  *             unused registration evicted
  *  -EAGAIN    the mapping kept changing while it was being registered
+ *  -EOVERFLOW remote access spanning more than one key chunk
+ *  -E2BIG     remote access needing more than RV_MAX_REG_KEYS keys
  *  -ENOTCONN  @rv is not attached
  *  -EPERM     called from another process than the one that attached
  *  -ENODEV    the device was removed
  */
 int rv_reg_mem(struct rv *rv, const void *addr, size_t length,
 	       unsigned int access, struct rv_reg_mem *out);
+
+/**
+ * rv_reg_mem_keys() - rv_reg_mem() with every remote key of the buffer
+ * @rv: handle from rv_open(), attached
+ * @addr: start of the buffer
+ * @length: bytes, at least 1
+ * @access: RV_ACCESS_* bits
+ * @out: if not NULL, the kernel's whole answer, @nr_rkeys and @rkey_shift
+ *	included (also on -EOVERFLOW)
+ * @rkeys: room for @nr_rkeys keys, or NULL
+ * @nr_rkeys: entries of @rkeys
+ *
+ * A peer writes remote address r of the buffer with
+ * @rkeys[rv_rkey_index(@out->iova, r, @out->rkey_shift)], at most
+ * rv_rkey_span(r, @out->rkey_shift) bytes per write.
+ *
+ * Return: as rv_reg_mem(); -EOVERFLOW when @rkeys is too short (no
+ * reference is taken; @out->nr_rkeys says how many keys it needs).
+ */
+int rv_reg_mem_keys(struct rv *rv, const void *addr, size_t length,
+		    unsigned int access, struct rv_reg_mem *out,
+		    uint32_t *rkeys, uint32_t nr_rkeys);
+
+/* Index of the key covering remote address @raddr of a registration. */
+static inline uint32_t rv_rkey_index(uint64_t iova, uint64_t raddr,
+				     unsigned int rkey_shift)
+{
+	return (uint32_t)((raddr >> rkey_shift) - (iova >> rkey_shift));
+}
+
+/* Bytes from @raddr to the end of its key chunk: the most a write there
+ * may carry. */
+static inline uint64_t rv_rkey_span(uint64_t raddr, unsigned int rkey_shift)
+{
+	return (1ULL << rkey_shift) - (raddr & ((1ULL << rkey_shift) - 1));
+}
 
 /**
  * rv_dereg_mem() - drop a reference taken by rv_reg_mem()

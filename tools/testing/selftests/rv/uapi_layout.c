@@ -69,7 +69,10 @@
 	F(rv_reg_mem, rkey)				\
 	F(rv_reg_mem, iova)				\
 	F(rv_reg_mem, region_addr)			\
-	F(rv_reg_mem, region_length)
+	F(rv_reg_mem, region_length)			\
+	F(rv_reg_mem, rkeys)				\
+	F(rv_reg_mem, nr_rkeys)				\
+	F(rv_reg_mem, rkey_shift)
 
 #define RV_DEREG_MEM_FIELDS(F)				\
 	F(rv_dereg_mem, size)				\
@@ -108,7 +111,7 @@
 	F(rv_mr_stats, invalidations)			\
 	F(rv_mr_stats, failures)			\
 	F(rv_mr_stats, fast_regs)			\
-	F(rv_mr_stats, user_mr_regs)
+	F(rv_mr_stats, fast_reg_keys)
 
 #define RV_RING_HEADER_FIELDS(F)			\
 	F(rv_ring_header, producer)			\
