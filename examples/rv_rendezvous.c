@@ -5,11 +5,17 @@
  *
  *   control (TCP socket)              bulk data (rv)
  *   sender: RTS {tag, size}  ------>
- *                                     receiver: rv_reg_mem(buf, REMOTE_WRITE)
- *           <------  CTS {tag, iova, rkey, slot}
- *   sender: rv_reg_mem(src), rv_post_write(imm = slot | tag)  ====>
- *   sender: reaps RV_EVENT_SEND       receiver: reaps RV_EVENT_RECV(tag),
- *                                               checks the data
+ *                                     receiver: rv_reg_mem_keys(buf,
+ *                                                 REMOTE_WRITE)
+ *           <------  CTS {tag, iova, rkey, slot, nkeys, shift}, keys
+ *   sender: rv_reg_mem(src), rv_post_write(imm = slot | tag) per key ====>
+ *   sender: reaps RV_EVENT_SEND each  receiver: reaps RV_EVENT_RECV(tag)
+ *                                               per key, checks the data
+ *
+ * rv gives a buffer with remote access one key per aligned chunk of
+ * 1 << shift bytes it touches (2 MiB on rxe), and a write must stay in one
+ * chunk: the sender writes chunk by chunk (rv stripes the writes over the
+ * connection's QPs), the receiver counts one RECV per key.
  *
  * The receiver runs with -s and waits for the sender's TCP connection; the
  * sender runs with -c <receiver's host>.  Before the transfer the two
@@ -53,7 +59,7 @@
 #include <rv/librv.h>
 
 #define DEMO_MAGIC	0x52564450u	/* "RVDP" */
-#define DEMO_VERSION	1
+#define DEMO_VERSION	2
 #define DEFAULT_PORT	"18551"
 #define DEFAULT_KEY	"rv-demo"
 #define MSG_HELLO	1
@@ -74,7 +80,9 @@ struct ctl {
 	uint32_t tag;
 	uint32_t slot;		/* HELLO, CTS: the slot of whoever sends it */
 	uint32_t addr;		/* HELLO: RDMA IPv4 address */
-	uint32_t rkey;		/* CTS */
+	uint32_t rkey;		/* CTS: the key of iova's chunk */
+	uint32_t nkeys;		/* CTS: keys; above 1 they follow (__be32) */
+	uint32_t rkey_shift;	/* CTS: log2 of a key chunk's bytes */
 	uint64_t size;		/* HELLO: largest message; RTS: message bytes;
 				 * DONE: bytes sent, or verified
 				 */
@@ -121,17 +129,9 @@ static double now(void)
 
 /* ---- control channel --------------------------------------------------- */
 
-static void ctl_send(uint16_t kind, uint32_t tag, uint32_t slot,
-		     uint32_t addr, uint32_t rkey, uint64_t size, uint64_t iova)
+static void send_all(const void *buf, size_t left)
 {
-	struct ctl m = {
-		.magic = htobe32(DEMO_MAGIC), .version = htobe16(DEMO_VERSION),
-		.kind = htobe16(kind), .tag = htobe32(tag),
-		.slot = htobe32(slot), .addr = addr, .rkey = htobe32(rkey),
-		.size = htobe64(size), .iova = htobe64(iova),
-	};
-	const char *p = (const char *)&m;
-	size_t left = sizeof(m);
+	const char *p = buf;
 
 	while (left) {
 		ssize_t n = send(sock, p, left, MSG_NOSIGNAL);
@@ -145,15 +145,39 @@ static void ctl_send(uint16_t kind, uint32_t tag, uint32_t slot,
 	}
 }
 
-/*
- * Receives one message and checks it is of @kind, or RTS or DONE when
- * @kind is 0 (what a receiver expects next), and of @tag when not ~0.
- */
-static struct ctl ctl_recv(uint16_t kind, uint32_t tag)
+static void ctl_send_keys(uint16_t kind, uint32_t tag, uint32_t slot,
+			  uint32_t addr, const struct rv_reg_mem *reg,
+			  const uint32_t *keys, uint64_t size)
 {
-	struct ctl m;
-	char *p = (char *)&m;
-	size_t left = sizeof(m);
+	struct ctl m = {
+		.magic = htobe32(DEMO_MAGIC), .version = htobe16(DEMO_VERSION),
+		.kind = htobe16(kind), .tag = htobe32(tag),
+		.slot = htobe32(slot), .addr = addr, .size = htobe64(size),
+	};
+	uint32_t i, be;
+
+	if (reg) {
+		m.rkey = htobe32(reg->rkey);
+		m.nkeys = htobe32(reg->nr_rkeys);
+		m.rkey_shift = htobe32(reg->rkey_shift);
+		m.iova = htobe64(reg->iova);
+	}
+	send_all(&m, sizeof(m));
+	for (i = 0; reg && reg->nr_rkeys > 1 && i < reg->nr_rkeys; i++) {
+		be = htobe32(keys[i]);
+		send_all(&be, sizeof(be));
+	}
+}
+
+static void ctl_send(uint16_t kind, uint32_t tag, uint32_t slot,
+		     uint32_t addr, uint64_t size)
+{
+	ctl_send_keys(kind, tag, slot, addr, NULL, NULL, size);
+}
+
+static void recv_all(void *buf, size_t left)
+{
+	char *p = buf;
 
 	while (left) {
 		ssize_t n = recv(sock, p, left, 0);
@@ -167,12 +191,25 @@ static struct ctl ctl_recv(uint16_t kind, uint32_t tag)
 		p += n;
 		left -= n;
 	}
+}
+
+/*
+ * Receives one message and checks it is of @kind, or RTS or DONE when
+ * @kind is 0 (what a receiver expects next), and of @tag when not ~0.
+ */
+static struct ctl ctl_recv(uint16_t kind, uint32_t tag)
+{
+	struct ctl m;
+
+	recv_all(&m, sizeof(m));
 	m.magic = be32toh(m.magic);
 	m.version = be16toh(m.version);
 	m.kind = be16toh(m.kind);
 	m.tag = be32toh(m.tag);
 	m.slot = be32toh(m.slot);
 	m.rkey = be32toh(m.rkey);
+	m.nkeys = be32toh(m.nkeys);
+	m.rkey_shift = be32toh(m.rkey_shift);
 	m.size = be64toh(m.size);
 	m.iova = be64toh(m.iova);
 	if (m.magic != DEMO_MAGIC || m.version != DEMO_VERSION ||
@@ -419,9 +456,74 @@ static void print_stats(const char *who)
 	       (unsigned long long)ms.hits, (unsigned long long)ms.misses);
 }
 
+/* The receiver's keys: CTS's rkey alone, or the array after it. */
+static uint32_t *cts_keys;
+
+static bool recv_keys(const struct ctl *cts)
+{
+	static uint32_t nkeys;
+	uint32_t i;
+
+	if (!cts->nkeys || cts->nkeys > RV_MAX_REG_KEYS ||
+	    cts->rkey_shift < 12 || cts->rkey_shift > 40) {
+		fprintf(stderr, "rv_rendezvous: CTS with %u keys, shift %u\n",
+			cts->nkeys, cts->rkey_shift);
+		return false;
+	}
+	if (cts->nkeys > nkeys) {
+		free(cts_keys);
+		nkeys = cts->nkeys;
+		cts_keys = malloc(nkeys * sizeof(*cts_keys));
+		if (!cts_keys)
+			die("malloc", ENOMEM);
+	}
+	cts_keys[0] = cts->rkey;
+	if (cts->nkeys == 1)
+		return true;
+	recv_all(cts_keys, cts->nkeys * sizeof(*cts_keys));
+	for (i = 0; i < cts->nkeys; i++)
+		cts_keys[i] = be32toh(cts_keys[i]);
+	return true;
+}
+
 /*
- * The sender: one RTS per message, then the write into the buffer the CTS
- * names, with the receiver's slot and the tag in the immediate.
+ * One write per key chunk of the destination, all with the tag: a write
+ * must stay within one key.  rv stripes them over the connection's QPs.
+ */
+static int post_chunks(const struct ctl *cts, const uint64_t *src,
+		       uint64_t size, int mr, uint32_t tag,
+		       uint32_t slot_bits)
+{
+	uint64_t off = 0, len;
+	struct rv_write w;
+	int ret;
+
+	while (off < size) {
+		len = rv_rkey_span(cts->iova + off, cts->rkey_shift);
+		if (len > size - off)
+			len = size - off;
+		memset(&w, 0, sizeof(w));
+		w.wr_id = tag;
+		w.local_addr = (uintptr_t)src + off;
+		w.remote_addr = cts->iova + off;
+		w.length = len;
+		w.conn_handle = conn;
+		w.mr_handle = mr;
+		w.rkey = cts_keys[rv_rkey_index(cts->iova, w.remote_addr,
+						cts->rkey_shift)];
+		w.imm = rv_imm(slot_bits, cts->slot, tag);
+		while ((ret = rv_post_write(rv, &w)) == -EAGAIN)
+			rv_wait_events(rv, 100);
+		if (ret)
+			return ret;
+		off += len;
+	}
+	return 0;
+}
+
+/*
+ * The sender: one RTS per message, then the writes into the buffer the
+ * CTS names, with the receiver's slot and the tag in the immediate.
  */
 static int run_sender(uint32_t my_addr)
 {
@@ -431,7 +533,7 @@ static int run_sender(uint32_t my_addr)
 	struct ctl hello;
 	int ret;
 
-	ctl_send(MSG_HELLO, 0, rv_slot(rv), my_addr, 0, opt.max_size, 0);
+	ctl_send(MSG_HELLO, 0, rv_slot(rv), my_addr, opt.max_size);
 	hello = ctl_recv(MSG_HELLO, ~0u);
 	rv_connect(hello.addr);
 
@@ -440,38 +542,32 @@ static int run_sender(uint32_t my_addr)
 		double t0 = now(), dt;
 
 		for (m = 0; m < count; m++, tag++) {
-			struct rv_write w;
 			struct rv_event ev;
 			struct ctl cts;
+			uint32_t k;
 			int mr;
 
-			ctl_send(MSG_RTS, tag, 0, 0, 0, size, 0);
+			ctl_send(MSG_RTS, tag, 0, 0, size);
 			/* Filling and registering overlap the peer's work. */
 			fill(src, size, tag);
 			mr = rv_reg_mem(rv, src, size, 0, NULL);
 			if (mr < 0)
 				die("rv_reg_mem (source)", -mr);
 			cts = ctl_recv(MSG_CTS, tag);
+			if (!recv_keys(&cts))
+				return 1;
 
-			memset(&w, 0, sizeof(w));
-			w.wr_id = tag;
-			w.local_addr = (uintptr_t)src;
-			w.remote_addr = cts.iova;
-			w.length = size;
-			w.conn_handle = conn;
-			w.mr_handle = mr;
-			w.rkey = cts.rkey;
-			w.imm = rv_imm(slot_bits, cts.slot, tag);
-			while ((ret = rv_post_write(rv, &w)) == -EAGAIN)
-				rv_wait_events(rv, 100);
+			ret = post_chunks(&cts, src, size, mr, tag, slot_bits);
 			if (ret)
 				die("rv_post_write", -ret);
-			ev = next_event(RV_EVENT_SEND);
-			if (ev.status || ev.wr_id != tag) {
-				fprintf(stderr, "rv_rendezvous: write %u completed with status %u (wr_id %llu)\n",
-					tag, ev.status,
-					(unsigned long long)ev.wr_id);
-				return 1;
+			for (k = 0; k < cts.nkeys; k++) {
+				ev = next_event(RV_EVENT_SEND);
+				if (ev.status || ev.wr_id != tag) {
+					fprintf(stderr, "rv_rendezvous: write %u completed with status %u (wr_id %llu)\n",
+						tag, ev.status,
+						(unsigned long long)ev.wr_id);
+					return 1;
+				}
 			}
 			ret = rv_dereg_mem(rv, mr);
 			if (ret < 0)
@@ -484,7 +580,7 @@ static int run_sender(uint32_t my_addr)
 		       (unsigned long long)(count * size), dt,
 		       count * size / dt / 1e6);
 	}
-	ctl_send(MSG_DONE, tag, 0, 0, 0, sent_total, 0);
+	ctl_send(MSG_DONE, tag, 0, 0, sent_total);
 	hello = ctl_recv(MSG_DONE, tag);
 	print_stats("sender");
 	if (hello.size != sent_total) {
@@ -519,6 +615,7 @@ static void print_received(uint64_t count, uint64_t size, uint64_t bad,
 
 static int run_receiver(uint32_t my_addr)
 {
+	static uint32_t keys[RV_MAX_REG_KEYS];
 	uint32_t slot_bits = rv_slot_bits(rv), tag = 0;
 	uint64_t verified = 0, bad_msgs = 0, size = 0, count = 0, max, bad0 = 0;
 	uint64_t *dst;
@@ -534,13 +631,14 @@ static int run_receiver(uint32_t my_addr)
 		return 1;
 	}
 	dst = alloc_buf(max);
-	ctl_send(MSG_HELLO, 0, rv_slot(rv), my_addr, 0, 0, 0);
+	ctl_send(MSG_HELLO, 0, rv_slot(rv), my_addr, 0);
 	rv_connect(m.addr);
 
 	for (;;) {
 		struct rv_reg_mem reg;
 		struct rv_event ev;
 		uint64_t bad, want_bytes;
+		uint32_t k;
 		int mr, ret;
 
 		m = ctl_recv(0, tag);
@@ -562,26 +660,33 @@ static int run_receiver(uint32_t my_addr)
 		/* Poison the ends so a write that never lands is caught. */
 		dst[0] = ~pattern(tag, 0);
 		dst[size / 8 - 1] = ~pattern(tag, size / 8 - 1);
-		mr = rv_reg_mem(rv, dst, size, RV_ACCESS_REMOTE_WRITE, &reg);
+		mr = rv_reg_mem_keys(rv, dst, size, RV_ACCESS_REMOTE_WRITE,
+				     &reg, keys, RV_MAX_REG_KEYS);
 		if (mr < 0)
-			die("rv_reg_mem (destination)", -mr);
-		ctl_send(MSG_CTS, tag, rv_slot(rv), 0, reg.rkey, size,
-			 reg.iova);
+			die("rv_reg_mem_keys (destination)", -mr);
+		ctl_send_keys(MSG_CTS, tag, rv_slot(rv), 0, &reg, keys, size);
 
-		ev = next_event(RV_EVENT_RECV);
 		/*
-		 * RECV's bytes are those of the write's last work request:
-		 * 1 up to its last max_segment piece (rv splits by pages too).
+		 * One write per key, each RECV after its data has landed, in
+		 * any order (the writes go over several QPs).  RECV's bytes
+		 * are those of a write's last work request: 1 up to a piece
+		 * of max_segment (rv splits by pages too), within a chunk.
 		 */
-		want_bytes = (size - 1) % max_segment + 1;
-		if (rv_imm_slot(slot_bits, ev.imm) != (uint32_t)rv_slot(rv) ||
-		    rv_imm_user(slot_bits, ev.imm) !=
-		    (tag & (UINT32_MAX >> slot_bits)) || !ev.bytes ||
-		    ev.bytes > want_bytes) {
-			fprintf(stderr, "rv_rendezvous: RECV imm 0x%x bytes %u, wanted tag %u bytes 1..%llu\n",
-				ev.imm, ev.bytes, tag,
-				(unsigned long long)want_bytes);
-			return 1;
+		want_bytes = size < max_segment ? size : max_segment;
+		if (want_bytes > 1ull << reg.rkey_shift)
+			want_bytes = 1ull << reg.rkey_shift;
+		for (k = 0; k < reg.nr_rkeys; k++) {
+			ev = next_event(RV_EVENT_RECV);
+			if (rv_imm_slot(slot_bits, ev.imm) !=
+			    (uint32_t)rv_slot(rv) ||
+			    rv_imm_user(slot_bits, ev.imm) !=
+			    (tag & (UINT32_MAX >> slot_bits)) || !ev.bytes ||
+			    ev.bytes > want_bytes) {
+				fprintf(stderr, "rv_rendezvous: RECV imm 0x%x bytes %u, wanted tag %u bytes 1..%llu\n",
+					ev.imm, ev.bytes, tag,
+					(unsigned long long)want_bytes);
+				return 1;
+			}
 		}
 		bad = verify(dst, size, tag);
 		if (bad != UINT64_MAX) {
@@ -601,7 +706,7 @@ static int run_receiver(uint32_t my_addr)
 	}
 	if (count)
 		print_received(count, size, bad_msgs - bad0, t0);
-	ctl_send(MSG_DONE, tag, 0, 0, 0, verified, 0);
+	ctl_send(MSG_DONE, tag, 0, 0, verified);
 	print_stats("receiver");
 	if (bad_msgs || verified != m.size) {
 		printf("FAIL: %llu of %llu bytes verified, %llu bad messages\n",

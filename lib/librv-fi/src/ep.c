@@ -92,6 +92,7 @@ void rvfi_op_free(struct rvfi_op *op)
 {
 	if (op->mr > 0)
 		rv_dereg_mem(op->ep->rv, op->mr);
+	free(op->rkeys);
 	free(op);
 }
 

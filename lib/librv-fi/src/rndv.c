@@ -7,9 +7,16 @@
  *   rv_reg_mem(buf); RTS{id, tag, len} -->
  *                                         match (or queue as unexpected)
  *                                         rv_reg_mem(buf, REMOTE_WRITE)
- *              <-- CTS{id, iova, rkey, len to write, token}
+ *              <-- CTS{id, iova, rkeys, len to write, token}
  *   rv_post_write(imm = slot | token) ==> (RDMA WRITE with immediate)
- *   RV_EVENT_SEND: send complete          RV_EVENT_RECV(token): recv done
+ *   ... one write per rkey ...
+ *   RV_EVENT_SEND each: send complete     RV_EVENT_RECV(token) each:
+ *                                         the last one: recv done
+ *
+ * rv gives a remote-access registration one key per aligned chunk of
+ * 1 << rkey_shift bytes (2 MiB on rxe), and a write must stay in one
+ * chunk: the sender writes chunk by chunk, the writes striped over the
+ * connection's QPs, and the receiver counts one RECV per key.
  *
  * The token (the immediate's user bits) indexes the receiver's table of
  * receives waiting for data, with a sequence number in the high bits so a
@@ -163,22 +170,63 @@ static void send_rdata(struct rvfi_ep *ep, struct rvfi_op *op)
 		rvfi_complete_err(op, FI_EIO, 0);
 }
 
+/* The next write of @op: up to the end of its remote key chunk. */
+static void next_write(struct rvfi_ep *ep, struct rvfi_op *op,
+		       struct rv_write *w)
+{
+	struct rvfi_node *n = op->peer->node;
+	uint64_t raddr = op->raddr + op->posted;
+	uint64_t len = op->xfer - op->posted;
+
+	memset(w, 0, sizeof(*w));
+	w->rkey = op->rkey;
+	if (op->nkeys > 1) {
+		uint64_t span = rv_rkey_span(raddr, op->rkey_shift);
+
+		if (len > span)
+			len = span;
+		w->rkey = op->rkeys[rv_rkey_index(op->raddr, raddr,
+						  op->rkey_shift)];
+	}
+	w->wr_id = (uintptr_t)op;
+	w->local_addr = (uintptr_t)op->buf + op->posted;
+	w->remote_addr = raddr;
+	w->length = len;
+	w->conn_handle = n ? n->handle : 0;
+	w->mr_handle = op->mr;
+	w->imm = rv_imm(ep->slot_bits, ntohl(op->peer->addr.slot), op->token);
+}
+
+/* Every write of @op has completed: done, or the data goes over TCP. */
+static void writes_done(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	if (!op->write_failed) {
+		rvfi_complete_ok(op);
+		return;
+	}
+	/* The receiver still waits; no write of ours can land any more. */
+	send_rdata(ep, op);
+}
+
+/*
+ * Post what is left of @op's writes.  @op is on no list; it ends on
+ * @ep->write_pending (queues full or connecting: retried from progress)
+ * or @ep->writing (all posted, completions due).
+ */
 static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_node *n = op->peer->node;
-	struct rv_write w = {
-		.wr_id = (uintptr_t)op,
-		.local_addr = (uintptr_t)op->buf,
-		.remote_addr = op->raddr,
-		.length = op->xfer,
-		.conn_handle = n ? n->handle : 0,
-		.mr_handle = op->mr,
-		.rkey = op->rkey,
-		.imm = rv_imm(ep->slot_bits, ntohl(op->peer->addr.slot),
-			      op->token),
-	};
-	int ret = rv_post_write(ep->rv, &w);
+	struct rv_write w;
+	int ret = 0;
 
+	while (op->posted < op->xfer) {
+		next_write(ep, op, &w);
+		ret = rv_post_write(ep->rv, &w);
+		if (ret)
+			break;
+		op->posted += w.length;
+		op->writes++;
+	}
 	if (!ret) {
 		op->state = RVFI_ST_WRITING;
 		rvfi_list_add_tail(&ep->writing, &op->link);
@@ -193,12 +241,20 @@ static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 	}
 	RVFI_WARN("rv_post_write(%zu bytes): %s, sending over TCP\n",
 		  op->xfer, strerror(-ret));
-	send_rdata(ep, op);
+	op->write_failed = true;
+	op->posted = op->xfer;
+	if (!op->writes) {
+		send_rdata(ep, op);
+		return;
+	}
+	/* Those in flight complete first. */
+	op->state = RVFI_ST_WRITING;
+	rvfi_list_add_tail(&ep->writing, &op->link);
 }
 
 /* A CTS from @from: write (or send) the data it asks for. */
 void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
-		   const struct rvfi_hdr *h)
+		   const struct rvfi_hdr *h, const void *payload)
 {
 	struct rvfi_list *pos, *tmp;
 	struct rvfi_op *op = NULL;
@@ -226,6 +282,32 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 	op->token = h->token;
 	op->raddr = h->raddr;
 	op->rkey = h->rkey;
+	op->nkeys = h->nkeys;
+	op->rkey_shift = h->rkey_shift;
+	if (op->nkeys > 1 && !(h->flags & RVFI_F_TCP)) {
+		uint32_t i;
+
+		/* A peer's shift must make sense before we index with it. */
+		op->rkeys = h->rkey_shift >= 12 && h->rkey_shift < 64 ?
+			    malloc(op->nkeys * sizeof(uint32_t)) : NULL;
+		if (!op->rkeys) {
+			send_rdata(ep, op);
+			return;
+		}
+		for (i = 0; i < op->nkeys; i++) {
+			uint32_t k;
+
+			memcpy(&k, (const char *)payload + 4 * i, 4);
+			op->rkeys[i] = le32toh(k);
+		}
+		if (rv_rkey_index(op->raddr, op->raddr + op->xfer - 1,
+				  op->rkey_shift) >= op->nkeys) {
+			RVFI_WARN("CTS with %u keys for %zu bytes\n",
+				  op->nkeys, op->xfer);
+			send_rdata(ep, op);
+			return;
+		}
+	}
 	if ((h->flags & RVFI_F_TCP) || !op->mr ||
 	    !node_usable(ep, op->peer->node, false)) {
 		send_rdata(ep, op);
@@ -285,10 +367,55 @@ static void recv_done(struct rvfi_ep *ep, struct rvfi_op *op)
 		rvfi_complete_ok(op);
 }
 
+/*
+ * Register @op's buffer for the sender's writes.  Returns the handle and
+ * fills @h's keys; *@keys is the CTS payload (little-endian) when there
+ * are several, to be freed by the caller.
+ */
+static int reg_recv_buf(struct rvfi_ep *ep, struct rvfi_op *op,
+			struct rvfi_hdr *h, uint32_t **keys)
+{
+	struct rv_reg_mem reg;
+	uint32_t *k = NULL;
+	uint32_t nr = 1, i;
+	int ret;
+
+	*keys = NULL;
+	for (;;) {
+		k = malloc(nr * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		ret = rv_reg_mem_keys(ep->rv, op->buf, op->xfer,
+				      RV_ACCESS_REMOTE_WRITE, &reg, k, nr);
+		if (ret != -EOVERFLOW || reg.nr_rkeys <= nr)
+			break;
+		/* The registration stays cached: the retry is a hit. */
+		nr = reg.nr_rkeys;
+		free(k);
+	}
+	if (ret < 0) {
+		free(k);
+		return ret;
+	}
+	h->raddr = reg.iova;
+	h->rkey = reg.rkey;
+	h->nkeys = reg.nr_rkeys;
+	h->rkey_shift = reg.rkey_shift;
+	op->writes = reg.nr_rkeys;
+	if (reg.nr_rkeys > 1) {
+		for (i = 0; i < reg.nr_rkeys; i++)
+			k[i] = htole32(k[i]);
+		*keys = k;
+	} else {
+		free(k);
+	}
+	return ret;
+}
+
 static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_peer *from = op->from;
-	struct rv_reg_mem reg;
+	uint32_t *keys = NULL;
 	struct rvfi_hdr h;
 	int ret;
 
@@ -314,17 +441,18 @@ static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
 	if (!from->node)
 		from->node = rvfi_node_get(ep, from->addr.ip);
 	ret = node_usable(ep, from->node, true) ?
-	      rv_reg_mem(ep->rv, op->buf, op->xfer, RV_ACCESS_REMOTE_WRITE,
-			 &reg) : -ENOTCONN;
+	      reg_recv_buf(ep, op, &h, &keys) : -ENOTCONN;
 	if (ret > 0) {
 		op->mr = ret;
-		h.raddr = reg.iova;
-		h.rkey = reg.rkey;
 	} else {
+		RVFI_DBG("rv_reg_mem_keys(%zu): %s, data will go over TCP\n",
+			 op->xfer, strerror(-ret));
 		h.flags = RVFI_F_TCP;
 	}
 	op->state = RVFI_ST_WAIT_DATA;
-	ret = rvfi_tcp_send(ep, from, &h, NULL, false, NULL);
+	/* The keys are copied into the frame. */
+	ret = rvfi_tcp_send(ep, from, &h, keys, true, NULL);
+	free(keys);
 	if (ret) {
 		token_put(ep, op);
 		rvfi_complete_err(op, FI_EIO, 0);
@@ -360,20 +488,25 @@ static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 
 	if (e->kind == RV_EVENT_SEND) {
 		op = (struct rvfi_op *)(uintptr_t)e->wr_id;
-		rvfi_list_del(&op->link);
-		if (!e->status) {
-			rvfi_complete_ok(op);
-			return;
+		if (e->status && !op->write_failed) {
+			/* The receiver still waits: TCP once all are done. */
+			RVFI_WARN("rv write of %zu bytes failed (status %u), sending over TCP\n",
+				  op->xfer, e->status);
+			op->write_failed = true;
 		}
-		/* The write failed: the receiver still waits; use TCP. */
-		RVFI_WARN("rv write of %zu bytes failed (status %u), sending over TCP\n",
-			  op->xfer, e->status);
-		send_rdata(ep, op);
+		/* Pending ones need a write that can land: stop posting. */
+		if (op->write_failed)
+			op->posted = op->xfer;
+		if (--op->writes || op->posted < op->xfer)
+			return;
+		rvfi_list_del(&op->link);
+		writes_done(ep, op);
 		return;
 	}
 	if (e->kind == RV_EVENT_RECV) {
 		op = token_find(ep, rv_imm_user(ep->slot_bits, e->imm));
-		if (op)
+		/* One RECV per key: the last says every write landed. */
+		if (op && !--op->writes)
 			recv_done(ep, op);
 		else
 			RVFI_DBG("RECV event for no receive (imm %#x)\n",

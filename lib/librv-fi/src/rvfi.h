@@ -216,21 +216,21 @@ enum rvfi_wire_op {
 
 /*
  * Every frame: this header, then @len payload bytes for HELLO, EAGER and
- * RDATA.  Little-endian on the wire.  The sender's identity is not in each
+ * RDATA, and for a CTS with @nkeys above 1 its keys (@nkeys __le32).  Little-endian on the wire.  The sender's identity is not in each
  * frame: the connection's first frame (HELLO) names it.
  */
 struct rvfi_hdr {
 	uint8_t op;
 	uint8_t flags;
-	uint16_t rsvd;
+	uint16_t rkey_shift;	/* CTS with nkeys > 1: the key chunk's log2 */
 	uint32_t token;		/* CTS, RDATA: the receiver's token */
 	uint64_t tag;
 	uint64_t data;
 	uint64_t len;		/* payload, or RTS: message, CTS: to write */
 	uint64_t msg_id;	/* RTS, CTS: the sender's message id */
 	uint64_t raddr;		/* CTS */
-	uint32_t rkey;		/* CTS */
-	uint32_t rsvd2;
+	uint32_t rkey;		/* CTS: the key of raddr's chunk */
+	uint32_t nkeys;		/* CTS: keys; above 1 they follow as payload */
 };
 
 /* ---- operations ---------------------------------------------------------- */
@@ -271,6 +271,13 @@ struct rvfi_op {
 	size_t olen;		/* recv: bytes dropped by truncation */
 	uint64_t raddr;
 	uint32_t rkey;
+	/* send: the receiver's keys (rkeys[0] == rkey), one write per key */
+	uint32_t *rkeys;
+	uint32_t nkeys;
+	unsigned int rkey_shift;
+	size_t posted;		/* send: bytes written or being written */
+	uint32_t writes;	/* send: writes in flight; recv: RECVs due */
+	bool write_failed;	/* send: a write completed in error */
 	fi_addr_t src;		/* recv: FI_SOURCE of the matched message */
 	uint64_t src_id;	/* recv: the sender's msg id (for the CTS) */
 	struct rvfi_peer *from;	/* recv: who sent the RTS */
@@ -431,7 +438,7 @@ void rvfi_inconn_close(struct rvfi_ep *ep, struct rvfi_inconn *c);
 int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op);
 void rvfi_rndv_matched(struct rvfi_ep *ep, struct rvfi_op *op);
 void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
-		   const struct rvfi_hdr *h);
+		   const struct rvfi_hdr *h, const void *payload);
 void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
 		     const void *payload);
 void rvfi_rndv_progress(struct rvfi_ep *ep);

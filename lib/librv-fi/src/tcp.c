@@ -52,6 +52,8 @@ static void hdr_swap(struct rvfi_hdr *w, const struct rvfi_hdr *h, bool out)
 		w->msg_id = htole64(h->msg_id);
 		w->raddr = htole64(h->raddr);
 		w->rkey = htole32(h->rkey);
+		w->rkey_shift = htole16(h->rkey_shift);
+		w->nkeys = htole32(h->nkeys);
 	} else {
 		w->token = le32toh(h->token);
 		w->tag = le64toh(h->tag);
@@ -60,13 +62,20 @@ static void hdr_swap(struct rvfi_hdr *w, const struct rvfi_hdr *h, bool out)
 		w->msg_id = le64toh(h->msg_id);
 		w->raddr = le64toh(h->raddr);
 		w->rkey = le32toh(h->rkey);
+		w->rkey_shift = le16toh(h->rkey_shift);
+		w->nkeys = le32toh(h->nkeys);
 	}
 }
 
-static bool has_payload(uint8_t op)
+/* Bytes that follow the header (host byte order @h). */
+static uint64_t payload_len(const struct rvfi_hdr *h)
 {
-	return op == RVFI_OP_HELLO || op == RVFI_OP_EAGER ||
-	       op == RVFI_OP_RDATA;
+	if (h->op == RVFI_OP_HELLO || h->op == RVFI_OP_EAGER ||
+	    h->op == RVFI_OP_RDATA)
+		return h->len;
+	if (h->op == RVFI_OP_CTS && h->nkeys > 1)
+		return (uint64_t)h->nkeys * sizeof(uint32_t);
+	return 0;
 }
 
 /* ---- listener ------------------------------------------------------------ */
@@ -191,7 +200,7 @@ static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		rvfi_deliver(ep, c->peer, h, payload);
 		return 0;
 	case RVFI_OP_CTS:
-		rvfi_rndv_cts(ep, c->peer, h);
+		rvfi_rndv_cts(ep, c->peer, h, payload);
 		return 0;
 	case RVFI_OP_RDATA:
 		rvfi_rndv_rdata(ep, h, payload);
@@ -211,6 +220,7 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 
 	for (;;) {
 		size_t avail = b->len - b->off;
+		uint64_t plen;
 
 		if (c->big) {
 			size_t n = c->big->len - c->big->got;
@@ -232,30 +242,32 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 		if (avail < sizeof(struct rvfi_hdr))
 			return 0;
 		hdr_swap(&c->hdr, (struct rvfi_hdr *)(b->data + b->off), false);
-		if (!has_payload(c->hdr.op) || !c->hdr.len) {
+		plen = payload_len(&c->hdr);
+		if (!plen) {
 			b->off += sizeof(struct rvfi_hdr);
 			if (dispatch(ep, c, &c->hdr, NULL))
 				return -1;
 			continue;
 		}
-		if (c->hdr.len > RVFI_MAX_MSG_SIZE)
+		if (plen > RVFI_MAX_MSG_SIZE ||
+		    (c->hdr.op == RVFI_OP_CTS && c->hdr.nkeys > RV_MAX_REG_KEYS))
 			return -1;
-		if (avail - sizeof(struct rvfi_hdr) >= c->hdr.len) {
+		if (avail - sizeof(struct rvfi_hdr) >= plen) {
 			/* Whole frame buffered: deliver in place. */
 			b->off += sizeof(struct rvfi_hdr);
 			if (dispatch(ep, c, &c->hdr, b->data + b->off))
 				return -1;
-			b->off += c->hdr.len;
+			b->off += plen;
 			continue;
 		}
 		b->off += sizeof(struct rvfi_hdr);
 		c->big = calloc(1, sizeof(*c->big));
 		if (!c->big)
 			return -1;
-		c->big->buf = malloc(c->hdr.len);
+		c->big->buf = malloc(plen);
 		if (!c->big->buf)
 			return -1;
-		c->big->len = c->hdr.len;
+		c->big->len = plen;
 	}
 }
 
@@ -363,11 +375,11 @@ static void flush(struct rvfi_ep *ep, struct rvfi_peer *p)
 				iov[mh.msg_iovlen++].iov_len = hs - done;
 				done = hs;
 			}
-			if (has_payload(f->hdr.op) && f->hdr.len) {
+			if (payload_len(&f->hdr)) {
 				iov[mh.msg_iovlen].iov_base =
 					(char *)f->payload + (done - hs);
 				iov[mh.msg_iovlen++].iov_len =
-					f->hdr.len - (done - hs);
+					payload_len(&f->hdr) - (done - hs);
 			}
 		}
 		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -383,8 +395,7 @@ static void flush(struct rvfi_ep *ep, struct rvfi_peer *p)
 			struct rvfi_txf *f = container_of(p->txq.next,
 							  struct rvfi_txf,
 							  link);
-			size_t total = sizeof(f->hdr) +
-				       (has_payload(f->hdr.op) ? f->hdr.len : 0);
+			size_t total = sizeof(f->hdr) + payload_len(&f->hdr);
 			size_t left = total - f->done;
 
 			if ((size_t)n < left) {
@@ -459,7 +470,7 @@ int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
 		  const struct rvfi_hdr *h, const void *payload, bool copy,
 		  struct rvfi_op *op)
 {
-	size_t extra = copy && has_payload(h->op) ? h->len : 0;
+	size_t extra = copy ? payload_len(h) : 0;
 	struct rvfi_txf *f;
 	int ret;
 

@@ -581,7 +581,7 @@ static int cmd_mr(int argc, char **argv)
  */
 #define XCHG_PORT		18561
 #define XCHG_MAGIC		0x72764257	/* "rvBW" */
-#define XCHG_VERSION		1
+#define XCHG_VERSION		2
 #define XCHG_WAIT_S		120	/* for the peer to turn up */
 #define CONN_WAIT_MS		60000
 #define DRAIN_WAIT_MS		30000	/* for completions once posting stopped */
@@ -600,8 +600,8 @@ struct xchg_hello {
 	uint32_t num_conn;
 	uint32_t slot;
 	uint32_t slot_bits;
-	uint32_t rkey;
-	uint32_t rsvd;
+	uint32_t rkey;		/* of the key chunk holding iova */
+	uint32_t rkey_shift;	/* a write stays in one chunk of 1 << this */
 	uint64_t iova;
 	uint64_t length;
 };
@@ -753,10 +753,12 @@ static void wr_setup(struct wr_node *n, const struct wr_opts *o,
 	struct xchg_msg m;
 	struct xchg_hello h;
 	struct rv_conn_query q;
+	static uint32_t keys[RV_MAX_REG_KEYS];
 	struct rv_reg_mem reg;
 	struct rv_attach a;
 	char key[RV_JOB_KEY_MAX + 1];
 	int gid = o->gid, idx, ret, one = 1;
+	uint64_t align;
 
 	memset(n, 0, sizeof(*n));
 	if (o->server) {
@@ -803,16 +805,23 @@ static void wr_setup(struct wr_node *n, const struct wr_opts *o,
 	n->slot_bits = a.slot_bits;
 	n->user_mask = UINT32_MAX >> a.slot_bits;
 
-	/* Whole pages, touched now so no write pays for a fault. */
+	/*
+	 * Whole pages, touched now so no write pays for a fault.  Aligned to
+	 * a power of two at least its size: the first key chunk starts at
+	 * the buffer whatever the chunk size, so the peer's writes (at the
+	 * start, at most one chunk) need only its key.
+	 */
 	n->len = (len + 4095) & ~4095ULL;
-	n->buf = mmap(NULL, n->len, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (n->buf == MAP_FAILED)
+	for (align = 4096; align < n->len; align *= 2)
+		;
+	n->buf = rv_map_aligned(n->len, align);
+	if (!n->buf)
 		die("mmap", errno);
 	memset(n->buf, 0x5a, n->len);
-	ret = rv_reg_mem(n->rv, n->buf, n->len, BENCH_RV_ACCESS, &reg);
+	ret = rv_reg_mem_keys(n->rv, n->buf, n->len, BENCH_RV_ACCESS, &reg,
+			      keys, RV_MAX_REG_KEYS);
 	if (ret < 0)
-		die("rv_reg_mem", -ret);
+		die("rv_reg_mem_keys", -ret);
 	n->mr = (uint32_t)ret;
 
 	memset(&h, 0, sizeof(h));
@@ -823,6 +832,7 @@ static void wr_setup(struct wr_node *n, const struct wr_opts *o,
 	h.slot = htobe32(a.slot);
 	h.slot_bits = htobe32(a.slot_bits);
 	h.rkey = htobe32(reg.rkey);
+	h.rkey_shift = htobe32(reg.rkey_shift);
 	h.iova = htobe64(reg.iova);
 	h.length = htobe64(n->len);
 	io_all(n->sock, &h, sizeof(h), true);
@@ -834,11 +844,13 @@ static void wr_setup(struct wr_node *n, const struct wr_opts *o,
 	n->peer.slot = be32toh(h.slot);
 	n->peer.slot_bits = be32toh(h.slot_bits);
 	n->peer.rkey = be32toh(h.rkey);
+	n->peer.rkey_shift = be32toh(h.rkey_shift);
 	n->peer.iova = be64toh(h.iova);
 	n->peer.length = be64toh(h.length);
 	if (n->peer.magic != XCHG_MAGIC || n->peer.version != XCHG_VERSION ||
 	    n->peer.kind != kind || n->peer.num_conn != a.num_conn ||
-	    n->peer.slot_bits != a.slot_bits || n->peer.length < len) {
+	    n->peer.slot_bits != a.slot_bits || n->peer.length < len ||
+	    n->peer.rkey_shift < 12 || n->peer.rkey_shift > 40) {
 		fprintf(stderr, "%s: the peer runs another benchmark (kind %u, num_conn %u, slot_bits %u, buffer %llu)\n",
 			prog, n->peer.kind, n->peer.num_conn,
 			n->peer.slot_bits,
@@ -943,6 +955,7 @@ struct bw_result {
 	uint64_t calls, post_ns, eagain;
 	uint64_t rcv_writes, rcv_ns;	/* receiver: RECVs, first..last */
 	uint64_t max_gap_ns;		/* longest wait for a completion */
+	uint64_t write_bytes;		/* each write's: at most a key chunk */
 	unsigned int window;
 };
 
@@ -952,8 +965,14 @@ struct bw_result {
  * the byte budget is posted or the time is up; then drain.
  */
 static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
-			 uint64_t size, struct bw_result *r)
+			 uint64_t msg_size, struct bw_result *r)
 {
+	/*
+	 * A write stays in one of the receiver's key chunks (2 MiB on rxe):
+	 * larger sizes are written as writes of a chunk.
+	 */
+	const uint64_t chunk = 1ULL << n->peer.rkey_shift;
+	const uint64_t size = msg_size < chunk ? msg_size : chunk;
 	static struct rv_write w[MAX_WINDOW];
 	uint64_t max_writes, posted = 0, done = 0, t0, t, deadline, last = 0;
 	unsigned int inflight = 0, want, k, i;
@@ -962,6 +981,7 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 	int got, ret;
 
 	memset(r, 0, sizeof(*r));
+	r->write_bytes = size;
 	/*
 	 * Bound the bytes in flight as well: at the ~20 MB/s of rxe under
 	 * TCG, 64 writes of 8 MiB would take half a minute to drain.
@@ -1363,12 +1383,20 @@ static int cmd_bw(int argc, char **argv)
 		bw_send_size(&n, &o, o.sizes[i], &r);
 		posted += r.writes;
 		size_str(o.sizes[i], name, sizeof(name));
+		if (r.write_bytes < o.sizes[i]) {
+			char wname[32];
+
+			size_str(r.write_bytes, wname, sizeof(wname));
+			printf("# %s: written as writes of %s, the receiver's key chunk\n",
+			       name, wname);
+		}
 		printf("bw  %6s %4u %3s %8llu %6u %9.2f %9.2f %8llu %7llu %8.2f %8.1f\n",
 		       name, n.peer.num_conn, o.single ? "one" : "vec",
 		       (unsigned long long)r.writes, r.window,
 		       r.ns ? (double)r.bytes * 1e3 / (double)r.ns : 0,
 		       r.rcv_ns ? (double)(r.rcv_writes - 1) *
-				  (double)o.sizes[i] * 1e3 / (double)r.rcv_ns : 0,
+				  (double)r.write_bytes * 1e3 /
+				  (double)r.rcv_ns : 0,
 		       (unsigned long long)r.calls,
 		       (unsigned long long)r.eagain,
 		       r.writes ? (double)r.post_ns / 1e3 / (double)r.writes : 0,

@@ -355,9 +355,11 @@ int main(void)
 	}
 	dev_index = rv_device_index(ibdev);
 	gid_index = rv_test_ipv4_gid(ibdev, NULL);
-	buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (dev_index < 0 || gid_index < 0 || buf == MAP_FAILED) {
+	/* Aligned: inside one remote key chunk (at least 1 MiB). */
+	buf = rv_map_aligned(BUF_BYTES, BUF_BYTES);
+	if (buf)
+		memset(buf, 0, BUF_BYTES);
+	if (dev_index < 0 || gid_index < 0 || !buf) {
 		printf("# no device, IPv4 GID or buffer\n");
 		return 1;
 	}

@@ -101,7 +101,7 @@ static bool errno_documented(int e)
 	case ENOTCONN: case EPERM: case ENOENT: case ENODEV: case EALREADY:
 	case EBUSY: case ENOSPC: case EAGAIN: case EPIPE: case ERANGE:
 	case ESTALE: case EMSGSIZE: case EAFNOSUPPORT: case EADDRINUSE:
-	case EADDRNOTAVAIL: case EINTR:
+	case EADDRNOTAVAIL: case EINTR: case EOVERFLOW: case EOPNOTSUPP:
 		return true;
 	default:
 		return false;
@@ -614,15 +614,14 @@ int main(int argc, char **argv)
 	}
 	f.gid_index = rv_test_ipv4_gid(f.ibdev, NULL);
 	for (b = 0; b < NBUF; b++) {
-		f.buf[b] = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (f.buf[b] == MAP_FAILED)
+		/* Aligned: one remote key (chunks of at least 1 MiB). */
+		f.buf[b] = rv_map_aligned(BUF_BYTES, BUF_BYTES);
+		if (!f.buf[b])
 			return 1;
 		memset(f.buf[b], 0x5a, BUF_BYTES);
 	}
-	f.land = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (f.land == MAP_FAILED)
+	f.land = rv_map_aligned(BUF_BYTES, BUF_BYTES);
+	if (!f.land)
 		return 1;
 	ret = f.have_peer ? ctl_open(&f, listener) : 0;
 	if (!ret)

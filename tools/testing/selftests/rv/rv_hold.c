@@ -49,9 +49,9 @@ int main(int argc, char **argv)
 		slot = ret;
 	}
 	if (do_mr) {
-		buf = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (buf == MAP_FAILED) {
+		/* Aligned: the remote-access MiB takes one key on rxe. */
+		buf = rv_map_aligned(2 << 20, 2 << 20);
+		if (!buf) {
 			ret = -errno;
 			fprintf(stderr, "rv_hold: mmap: %s\n", strerror(-ret));
 			goto out_close;

@@ -140,6 +140,19 @@ static struct rv_mr_stats stats_of(struct rv *rv)
 	return s;
 }
 
+/*
+ * rv_reg_mem() with room for every key: a remote-access buffer here may
+ * span key chunks (2 MiB ones on rxe, 64 KiB ones in the mr-frwr16 group).
+ */
+static int reg_mem(struct rv *rv, const void *addr, size_t length,
+		   unsigned int access, struct rv_reg_mem *out)
+{
+	static __thread uint32_t keys[RV_MAX_REG_KEYS];
+
+	return rv_reg_mem_keys(rv, addr, length, access, out, keys,
+			       RV_MAX_REG_KEYS);
+}
+
 FIXTURE(mr) {
 	struct rv *rv;
 	char *buf;
@@ -174,14 +187,14 @@ TEST_F(mr, hit_and_miss)
 	struct rv_mr_stats s;
 	int h1, h2;
 
-	h1 = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, &r1);
+	h1 = reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, &r1);
 	ASSERT_GT(h1, 0);
 	EXPECT_EQ((uintptr_t)self->buf, r1.iova);
 	EXPECT_EQ((uintptr_t)self->buf, r1.region_addr);
 	EXPECT_EQ(64 * KiB, r1.region_length);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
 
-	h2 = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, &r2);
+	h2 = reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, &r2);
 	EXPECT_EQ(h1, h2);
 	EXPECT_EQ(r1.lkey, r2.lkey);
 	EXPECT_EQ(r1.rkey, r2.rkey);
@@ -210,16 +223,16 @@ TEST_F(mr, subrange_hit)
 	struct rv_reg_mem r;
 	int h, hs;
 
-	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, &r);
+	h = reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, &r);
 	ASSERT_GT(h, 0);
-	hs = rv_reg_mem(self->rv, self->buf + 4096 + 17, 100 * KiB, ACC_LW,
+	hs = reg_mem(self->rv, self->buf + 4096 + 17, 100 * KiB, ACC_LW,
 			&r);
 	EXPECT_EQ(h, hs);
 	EXPECT_EQ((uintptr_t)self->buf + 4096 + 17, r.iova);
 	EXPECT_EQ((uintptr_t)self->buf, r.region_addr);
 	EXPECT_EQ(1 * MiB, r.region_length);
 	/* Crossing the end of the region is not inside it. */
-	hs = rv_reg_mem(self->rv, self->buf + 1 * MiB - 4096, 8192, ACC_LW,
+	hs = reg_mem(self->rv, self->buf + 1 * MiB - 4096, 8192, ACC_LW,
 			NULL);
 	EXPECT_GT(hs, 0);
 	EXPECT_NE(h, hs);
@@ -232,22 +245,22 @@ TEST_F(mr, access_distinct)
 {
 	int hl, hr, hw;
 
-	hl = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, NULL);
-	hr = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR, NULL);
+	hl = reg_mem(self->rv, self->buf, 64 * KiB, ACC_LW, NULL);
+	hr = reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR, NULL);
 	ASSERT_GT(hl, 0);
 	ASSERT_GT(hr, 0);
 	EXPECT_NE(hl, hr);
-	hw = rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_RW, NULL);
+	hw = reg_mem(self->rv, self->buf, 64 * KiB, ACC_RW, NULL);
 	ASSERT_GT(hw, 0);
 	EXPECT_NE(hl, hw);
 	EXPECT_NE(hr, hw);
 	EXPECT_EQ(3, stats_of(self->rv).misses);
 	/* Remote read plus local write: none of the three has both. */
-	EXPECT_GT(rv_reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR | ACC_LW,
+	EXPECT_GT(reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR | ACC_LW,
 			     NULL), 0);
 	EXPECT_EQ(4, stats_of(self->rv).misses);
 	/* No access at all is served by any entry. */
-	EXPECT_GT(rv_reg_mem(self->rv, self->buf, 4 * KiB, 0, NULL), 0);
+	EXPECT_GT(reg_mem(self->rv, self->buf, 4 * KiB, 0, NULL), 0);
 	EXPECT_EQ(1, stats_of(self->rv).hits);
 }
 
@@ -256,8 +269,8 @@ TEST_F(mr, bad_args)
 	struct rv_reg_mem r;
 	int h;
 
-	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, self->buf, 0, ACC_LW, NULL));
-	EXPECT_EQ(-EINVAL, rv_reg_mem(self->rv, self->buf, 4096, 1U << 3,
+	EXPECT_EQ(-EINVAL, reg_mem(self->rv, self->buf, 0, ACC_LW, NULL));
+	EXPECT_EQ(-EINVAL, reg_mem(self->rv, self->buf, 4096, 1U << 3,
 				      NULL));
 	/* A range that wraps (as a 64-bit address, whatever the ABI). */
 	memset(&r, 0, sizeof(r));
@@ -266,7 +279,7 @@ TEST_F(mr, bad_args)
 	r.length = 8192;
 	EXPECT_EQ(-EINVAL, rv_ioc(rv_fd(self->rv), RV_IOCTL_REG_MEM, &r));
 	/* Unmapped memory is not registered and nothing is cached. */
-	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, (void *)4096, 4096, ACC_LW,
+	EXPECT_EQ(-EFAULT, reg_mem(self->rv, (void *)4096, 4096, ACC_LW,
 				      NULL));
 	/* Unknown flags, through the raw ioctl. */
 	memset(&r, 0, sizeof(r));
@@ -278,7 +291,7 @@ TEST_F(mr, bad_args)
 	EXPECT_EQ(0, stats_of(self->rv).entries);
 	EXPECT_EQ(1, stats_of(self->rv).failures);
 
-	h = rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL);
+	h = reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(-EINVAL, rv_dereg_mem(self->rv, h));	/* double dereg */
@@ -294,10 +307,10 @@ TEST_F(mr, foreign_handle)
 	int h, ho;
 
 	ASSERT_EQ(0, open_attached(&other, 16 * MiB));
-	h = rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL);
+	h = reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(other, h));
-	ho = rv_reg_mem(other, self->buf, 4096, ACC_LW, NULL);
+	ho = reg_mem(other, self->buf, 4096, ACC_LW, NULL);
 	ASSERT_GT(ho, 0);
 	EXPECT_EQ(0, rv_dereg_mem(other, ho));
 	EXPECT_EQ(-EINVAL, rv_dereg_mem(other, ho));
@@ -316,7 +329,7 @@ TEST(not_attached)
 	if (access(RV_DEV_PATH, F_OK))
 		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
 	ASSERT_EQ(0, rv_open(&rv, 0));
-	EXPECT_EQ(-ENOTCONN, rv_reg_mem(rv, page, sizeof(page), 0, NULL));
+	EXPECT_EQ(-ENOTCONN, reg_mem(rv, page, sizeof(page), 0, NULL));
 	EXPECT_EQ(-ENOTCONN, rv_dereg_mem(rv, 1));
 	EXPECT_EQ(-ENOTCONN, rv_mr_stats(rv, &s));
 	rv_close(rv);
@@ -332,7 +345,7 @@ TEST_F(mr, munmap_invalidates)
 
 	p = map_anon(1 * MiB);
 	ASSERT_NE(NULL, p);
-	h1 = rv_reg_mem(self->rv, p, 1 * MiB, ACC_RW, &r1);
+	h1 = reg_mem(self->rv, p, 1 * MiB, ACC_RW, &r1);
 	ASSERT_GT(h1, 0);
 	EXPECT_EQ(1024, rv_proc_status_kb("VmPin"));
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h1));
@@ -349,7 +362,7 @@ TEST_F(mr, munmap_invalidates)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	ASSERT_EQ(p, q);
 	memset(q, 0x5a, 1 * MiB);
-	h2 = rv_reg_mem(self->rv, q, 1 * MiB, ACC_RW, &r2);
+	h2 = reg_mem(self->rv, q, 1 * MiB, ACC_RW, &r2);
 	ASSERT_GT(h2, 0);
 	EXPECT_NE(h1, h2);
 	s = stats_of(self->rv);
@@ -369,7 +382,7 @@ TEST_F(mr, munmap_in_use)
 
 	p = map_anon(256 * KiB);
 	ASSERT_NE(NULL, p);
-	h1 = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
+	h1 = reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
 	ASSERT_GT(h1, 0);
 	ASSERT_EQ(0, munmap(p, 256 * KiB));
 	s = stats_of(self->rv);
@@ -381,7 +394,7 @@ TEST_F(mr, munmap_in_use)
 	ASSERT_EQ(p, mmap(p, 256 * KiB, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			  -1, 0));
-	h2 = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
+	h2 = reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
 	ASSERT_GT(h2, 0);
 	EXPECT_NE(h1, h2);
 	EXPECT_EQ(512, rv_proc_status_kb("VmPin"));
@@ -401,7 +414,7 @@ TEST_F(mr, mremap_invalidates)
 
 	p = map_anon(1 * MiB);
 	ASSERT_NE(NULL, p);
-	h = rv_reg_mem(self->rv, p, 1 * MiB, ACC_LW, NULL);
+	h = reg_mem(self->rv, p, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	/* Move it elsewhere: the old range is gone. */
@@ -412,7 +425,7 @@ TEST_F(mr, mremap_invalidates)
 	EXPECT_EQ(1, stats_of(self->rv).invalidations);
 	EXPECT_EQ(0, stats_of(self->rv).entries);
 	EXPECT_EQ(0, wait_vm_pin_kb(0));
-	h = rv_reg_mem(self->rv, q, 1 * MiB, ACC_LW, NULL);
+	h = reg_mem(self->rv, q, 1 * MiB, ACC_LW, NULL);
 	EXPECT_GT(h, 0);
 	EXPECT_EQ(2, stats_of(self->rv).misses);
 	munmap(q, 2 * MiB);
@@ -426,7 +439,7 @@ TEST_F(mr, madvise_invalidates)
 	int h;
 
 	for (i = 0; i < 2; i++) {
-		h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
+		h = reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
 		ASSERT_GT(h, 0);
 		EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 		/* Only the last page: any overlap invalidates. */
@@ -438,21 +451,21 @@ TEST_F(mr, madvise_invalidates)
 	}
 	EXPECT_EQ(2, stats_of(self->rv).misses);
 	/* An madvise of other memory leaves the entry alone. */
-	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
+	h = reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	other = map_anon(64 * KiB);
 	ASSERT_NE(NULL, other);
 	ASSERT_EQ(0, madvise(other, 4096, MADV_DONTNEED));
 	munmap(other, 64 * KiB);
-	EXPECT_EQ(h, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL));
+	EXPECT_EQ(h, reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW, NULL));
 
 	/* mprotect keeps the pinned pages where they are: still a hit. */
 	other = map_anon(1 * MiB);
 	ASSERT_NE(NULL, other);
-	h = rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL);
+	h = reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	ASSERT_EQ(0, mprotect(other, 1 * MiB, PROT_READ));
-	EXPECT_EQ(h, rv_reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL));
+	EXPECT_EQ(h, reg_mem(self->rv, other, 1 * MiB, ACC_LW, NULL));
 	/* Unmapped while in use: freed with its last reference. */
 	munmap(other, 1 * MiB);
 	EXPECT_EQ(1, rv_dereg_mem(self->rv, h));
@@ -471,7 +484,7 @@ TEST_F(mr, brk_shrink_invalidates)
 	p = sbrk(256 * KiB);
 	ASSERT_NE((void *)-1, p);
 	memset(p, 3, 256 * KiB);
-	h = rv_reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
+	h = reg_mem(self->rv, p, 256 * KiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	ASSERT_NE((void *)-1, sbrk(-(intptr_t)(128 * KiB)));
@@ -485,7 +498,7 @@ TEST_F(mr, fork_child_denied)
 	int h, status;
 	pid_t pid;
 
-	h = rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL);
+	h = reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL);
 	ASSERT_GT(h, 0);
 	pid = fork();
 	ASSERT_GE(pid, 0);
@@ -494,7 +507,7 @@ TEST_F(mr, fork_child_denied)
 				      .target_entries = 100 };
 		int bad = 0;
 
-		bad |= rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL) !=
+		bad |= reg_mem(self->rv, self->buf, 4096, ACC_LW, NULL) !=
 		       -EPERM;
 		bad |= (rv_dereg_mem(self->rv, h) != -EPERM) << 1;
 		bad |= (rv_evict(self->rv, &e) != -EPERM) << 2;
@@ -505,7 +518,7 @@ TEST_F(mr, fork_child_denied)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 
 	/* The parent's entry survived the fork and the child's exit. */
-	EXPECT_EQ(h, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL));
+	EXPECT_EQ(h, reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, NULL));
 	EXPECT_EQ(0, stats_of(self->rv).invalidations);
 	EXPECT_EQ(1, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
@@ -531,7 +544,7 @@ TEST(lru_order)
 
 	/* A B C D fill the cache; use order afterwards: A D C B (B oldest). */
 	for (i = 0; i < 4; i++) {
-		h[i] = rv_reg_mem(rv, buf + i * MiB, 1 * MiB, ACC_LW, NULL);
+		h[i] = reg_mem(rv, buf + i * MiB, 1 * MiB, ACC_LW, NULL);
 		ASSERT_GT(h[i], 0);
 	}
 	EXPECT_EQ(0, rv_dereg_mem(rv, h[1]));
@@ -540,7 +553,7 @@ TEST(lru_order)
 	EXPECT_EQ(0, rv_dereg_mem(rv, h[0]));
 
 	/* E needs room: B goes. */
-	h[4] = rv_reg_mem(rv, buf + 4 * MiB, 1 * MiB, ACC_LW, NULL);
+	h[4] = reg_mem(rv, buf + 4 * MiB, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h[4], 0);
 	s = stats_of(rv);
 	EXPECT_EQ(1, s.evict_pressure);
@@ -550,20 +563,20 @@ TEST(lru_order)
 	EXPECT_EQ(-EINVAL, rv_dereg_mem(rv, h[2]));	/* C still cached */
 
 	/* F: C goes next, then (G) D; A, used last, stays. */
-	h[5] = rv_reg_mem(rv, buf + 5 * MiB, 1 * MiB, ACC_LW, NULL);
+	h[5] = reg_mem(rv, buf + 5 * MiB, 1 * MiB, ACC_LW, NULL);
 	ASSERT_GT(h[5], 0);
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(rv, h[2]));
-	EXPECT_GT(rv_reg_mem(rv, buf + 1 * MiB, 1 * MiB, ACC_LW, NULL), 0);
+	EXPECT_GT(reg_mem(rv, buf + 1 * MiB, 1 * MiB, ACC_LW, NULL), 0);
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(rv, h[3]));
-	EXPECT_EQ(h[0], rv_reg_mem(rv, buf, 1 * MiB, ACC_LW, NULL));
+	EXPECT_EQ(h[0], reg_mem(rv, buf, 1 * MiB, ACC_LW, NULL));
 	s = stats_of(rv);
 	EXPECT_EQ(3, s.evict_pressure);
 	EXPECT_EQ(1, s.hits);
 	EXPECT_EQ(4 * MiB, s.max_bytes);
 
 	/* Everything in use (A E F B'): no room, nothing evicted. */
-	EXPECT_EQ(-ENOSPC, rv_reg_mem(rv, buf + 3 * MiB, 4096, ACC_LW, NULL));
-	EXPECT_EQ(-ENOSPC, rv_reg_mem(rv, buf, 5 * MiB, ACC_LW, NULL));
+	EXPECT_EQ(-ENOSPC, reg_mem(rv, buf + 3 * MiB, 4096, ACC_LW, NULL));
+	EXPECT_EQ(-ENOSPC, reg_mem(rv, buf, 5 * MiB, ACC_LW, NULL));
 	s = stats_of(rv);
 	EXPECT_EQ(3, s.evict_pressure);
 	EXPECT_EQ(4, s.in_use_entries);
@@ -598,7 +611,7 @@ TEST_F(mr, evict_modes)
 
 	/* Eight 64 KiB entries, unused, used in order 0..7 (0 oldest). */
 	for (i = 0; i < 8; i++) {
-		h[i] = rv_reg_mem(self->rv, b + i * 128 * KiB, 64 * KiB,
+		h[i] = reg_mem(self->rv, b + i * 128 * KiB, 64 * KiB,
 				  ACC_LW, NULL);
 		ASSERT_GT(h[i], 0);
 	}
@@ -617,7 +630,7 @@ TEST_F(mr, evict_modes)
 	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, h[0]));
 
 	/* In use: EXACT says EBUSY, RANGE skips it. */
-	EXPECT_EQ(h[1], rv_reg_mem(self->rv, b + 128 * KiB, 64 * KiB, ACC_LW,
+	EXPECT_EQ(h[1], reg_mem(self->rv, b + 128 * KiB, 64 * KiB, ACC_LW,
 				   NULL));
 	EXPECT_EQ(-EBUSY, evict(self->rv, RV_EVICT_EXACT, U64(b + 128 * KiB),
 				64 * KiB, ACC_LW, 0, 0, &e));
@@ -672,7 +685,7 @@ TEST_F(mr, memlock_limit)
 
 	ASSERT_EQ(0, rv_drop_cap_ipc_lock());
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
-	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW,
+	EXPECT_EQ(-ENOMEM, reg_mem(self->rv, self->buf, 1 * MiB, ACC_LW,
 				      NULL));
 	s = stats_of(self->rv);
 	EXPECT_EQ(0, s.entries);
@@ -681,14 +694,14 @@ TEST_F(mr, memlock_limit)
 	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
 
 	/* Within the limit it works, and the limit counts what is pinned. */
-	h = rv_reg_mem(self->rv, self->buf, 256 * KiB, ACC_LW, NULL);
+	h = reg_mem(self->rv, self->buf, 256 * KiB, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
-	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf + 1 * MiB,
+	EXPECT_EQ(-ENOMEM, reg_mem(self->rv, self->buf + 1 * MiB,
 				      384 * KiB, ACC_LW, NULL));
 	EXPECT_EQ(256, rv_proc_status_kb("VmPin"));
 	/* Unused entries give way when the rlimit is what stops pinning. */
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
-	EXPECT_GT(rv_reg_mem(self->rv, self->buf + 1 * MiB, 384 * KiB, ACC_LW,
+	EXPECT_GT(reg_mem(self->rv, self->buf + 1 * MiB, 384 * KiB, ACC_LW,
 			     NULL), 0);
 	s = stats_of(self->rv);
 	EXPECT_EQ(1, s.evict_pressure);
@@ -706,9 +719,9 @@ TEST_F(mr, memlock_zero)
 
 	ASSERT_EQ(0, rv_drop_cap_ipc_lock());
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
-	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 4096, ACC_LW,
+	EXPECT_EQ(-ENOMEM, reg_mem(self->rv, self->buf, 4096, ACC_LW,
 				      NULL));
-	EXPECT_EQ(-ENOMEM, rv_reg_mem(self->rv, self->buf, 4096, ACC_RW,
+	EXPECT_EQ(-ENOMEM, reg_mem(self->rv, self->buf, 4096, ACC_RW,
 				      NULL));
 	EXPECT_EQ(0, stats_of(self->rv).entries);
 	EXPECT_EQ(2, stats_of(self->rv).failures);
@@ -733,26 +746,26 @@ TEST_F(mr, inaccessible_refused)
 	ASSERT_EQ(0, mprotect(guard, 4096, PROT_NONE));
 	ASSERT_EQ(0, mprotect(ro, 64 * KiB, PROT_READ));
 	for (i = 0; i < sizeof(accesses) / sizeof(accesses[0]); i++) {
-		EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, guard, 4096,
+		EXPECT_EQ(-EFAULT, reg_mem(self->rv, guard, 4096,
 					      accesses[i], NULL));
 		/* The guard page in the middle of readable memory. */
-		EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, guard - 8192, 16384,
+		EXPECT_EQ(-EFAULT, reg_mem(self->rv, guard - 8192, 16384,
 					      accesses[i], NULL));
 	}
-	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, ro, 4096, ACC_LW, NULL));
-	EXPECT_EQ(-EFAULT, rv_reg_mem(self->rv, ro, 4096, ACC_RW, NULL));
+	EXPECT_EQ(-EFAULT, reg_mem(self->rv, ro, 4096, ACC_LW, NULL));
+	EXPECT_EQ(-EFAULT, reg_mem(self->rv, ro, 4096, ACC_RW, NULL));
 	EXPECT_EQ(0, stats_of(self->rv).entries);
 	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
 
 	/* Read access is what a write's source or REMOTE_READ needs. */
-	h = rv_reg_mem(self->rv, ro, 64 * KiB, 0, NULL);
+	h = reg_mem(self->rv, ro, 64 * KiB, 0, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
-	h = rv_reg_mem(self->rv, ro, 64 * KiB, ACC_RR, NULL);
+	h = reg_mem(self->rv, ro, 64 * KiB, ACC_RR, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	/* The pages around the guard still register. */
-	h = rv_reg_mem(self->rv, guard - 8192, 8192, ACC_LW, NULL);
+	h = reg_mem(self->rv, guard - 8192, 8192, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	EXPECT_EQ(0, rv_dereg_mem(self->rv, h));
 	EXPECT_EQ(3, stats_of(self->rv).entries);
@@ -772,53 +785,131 @@ static long frwr_max_pages(void)
 	return v;
 }
 
+/* Keys a remote range needs with chunks of 1 << @shift bytes. */
+static uint32_t chunks_of(const void *p, size_t len, unsigned int shift)
+{
+	return (uint32_t)((((uintptr_t)p + len - 1) >> shift) -
+			  ((uintptr_t)p >> shift) + 1);
+}
+
 /*
- * Remote access takes fast registration when the pages fit one MR and the
- * core's ib_reg_user_mr() when they do not; local-only registrations take
- * neither.  With frwr_max_pages set (the mr-frwr16 group), both sides of
- * the cap; at 0 (the device's limit) a 4 MiB registration takes one or
- * the other.
+ * Remote access always takes fast registration, one MR per key chunk;
+ * local-only registrations take none.  The chunk is frwr_max_pages (the
+ * mr-frwr16 group) or the device's page-list limit, rounded down to a
+ * power of two.
  */
 TEST_F(mr, remote_paths)
 {
 	long cap = frwr_max_pages();
 	struct rv_reg_mem r;
 	struct rv_mr_stats s;
+	uint32_t keys = 0;
 
 	ASSERT_GE(cap, 0);
-	ASSERT_GT(rv_reg_mem(self->rv, self->buf, 4096, ACC_LW, &r), 0);
+	ASSERT_GT(reg_mem(self->rv, self->buf, 4096, ACC_LW, &r), 0);
 	EXPECT_EQ(0, r.rkey);
-	ASSERT_GT(rv_reg_mem(self->rv, self->buf + 8192, 4096, ACC_RW, &r), 0);
+	EXPECT_EQ(0, r.nr_rkeys);
+	EXPECT_EQ(0, r.rkey_shift);
+	ASSERT_GT(reg_mem(self->rv, self->buf + 8192, 4096, ACC_RW, &r), 0);
 	EXPECT_NE(0, r.rkey);
-	/* Ends inside pages: 2 pages, still one MR. */
-	ASSERT_GT(rv_reg_mem(self->rv, self->buf + 16384 + 100, 5000, ACC_RR,
-			     &r), 0);
-	EXPECT_NE(0, r.rkey);
-	s = stats_of(self->rv);
-	EXPECT_EQ(2, s.fast_regs);
-	EXPECT_EQ(0, s.user_mr_regs);
+	EXPECT_EQ(1, r.nr_rkeys);
+	keys += r.nr_rkeys;
+	if (cap) {
+		unsigned int shift = 12;
 
-	if (cap >= 2 && cap <= 128) {
-		ASSERT_GT(rv_reg_mem(self->rv, self->buf + 1 * MiB,
-				     cap * 4096, ACC_RW, &r), 0);
-		EXPECT_NE(0, r.rkey);
-		ASSERT_GT(rv_reg_mem(self->rv, self->buf + 2 * MiB,
-				     (cap + 1) * 4096, ACC_RW, &r), 0);
-		EXPECT_NE(0, r.rkey);
-		s = stats_of(self->rv);
-		EXPECT_EQ(3, s.fast_regs);
-		EXPECT_EQ(1, s.user_mr_regs);
+		while ((2L << (shift - 12)) <= cap)
+			shift++;
+		EXPECT_EQ(shift, r.rkey_shift);
 	} else {
-		ASSERT_GT(rv_reg_mem(self->rv, self->buf, self->buf_len,
-				     ACC_RW, &r), 0);
-		EXPECT_NE(0, r.rkey);
-		s = stats_of(self->rv);
-		EXPECT_EQ(3, s.fast_regs + s.user_mr_regs);
-		TH_LOG("frwr_max_pages %ld: %zu bytes took %s", cap,
-		       self->buf_len,
-		       s.user_mr_regs ? "ib_reg_user_mr()" : "one fast-registration MR");
+		/* rxe: 512 pages of 4 KiB. */
+		EXPECT_GE(r.rkey_shift, 21);
 	}
-	EXPECT_EQ(s.misses, s.fast_regs + s.user_mr_regs + 1);
+	/* Ends inside pages. */
+	ASSERT_GT(reg_mem(self->rv, self->buf + 16384 + 100, 5000, ACC_RR,
+			  &r), 0);
+	EXPECT_NE(0, r.rkey);
+	EXPECT_EQ(chunks_of(self->buf + 16384 + 100, 5000, r.rkey_shift),
+		  r.nr_rkeys);
+	keys += r.nr_rkeys;
+	/* The whole buffer: a new entry (RW does not cover RR + RW). */
+	ASSERT_GT(reg_mem(self->rv, self->buf + 20480, self->buf_len - 20480,
+			  ACC_RW | ACC_RR, &r), 0);
+	EXPECT_EQ(chunks_of(self->buf + 20480, self->buf_len - 20480,
+			    r.rkey_shift), r.nr_rkeys);
+	keys += r.nr_rkeys;
+	s = stats_of(self->rv);
+	EXPECT_EQ(3, s.fast_regs);
+	EXPECT_EQ(keys, s.fast_reg_keys);
+	EXPECT_EQ(s.misses, s.fast_regs + 1);
+	TH_LOG("frwr_max_pages %ld: key chunks of %llu bytes, %u keys for %zu bytes",
+	       cap, 1ULL << r.rkey_shift, r.nr_rkeys, self->buf_len - 20480);
+}
+
+/*
+ * A remote buffer over three key chunks: rv_reg_mem() without an array
+ * and rv_reg_mem_keys() with one too short fail with EOVERFLOW, say how
+ * many keys it takes and hold nothing; with room, every key is distinct
+ * and a request inside one chunk hits with that chunk's key alone.
+ */
+TEST_F(mr, rkey_chunks)
+{
+	uint32_t keys[4] = { 0 }, i, j;
+	struct rv_reg_mem r;
+	unsigned int shift;
+	size_t chunk, len;
+	char *area, *p;
+	int h;
+
+	ASSERT_GT(reg_mem(self->rv, self->buf, 4096, ACC_RW, &r), 0);
+	shift = r.rkey_shift;
+	ASSERT_GE(shift, 12);
+	chunk = (size_t)1 << shift;
+	if (chunk > 2 * MiB)
+		SKIP(return, "key chunks of %zu bytes: too large here", chunk);
+	area = map_anon(4 * chunk);
+	ASSERT_NE(NULL, area);
+	/* From the middle of a chunk to the middle of the one after next. */
+	p = (char *)(((uintptr_t)area + chunk) & ~(uintptr_t)(chunk - 1));
+	p += chunk / 2;
+	len = 2 * chunk;
+
+	EXPECT_EQ(-EOVERFLOW, rv_reg_mem(self->rv, p, len, ACC_RW, &r));
+	memset(&r, 0, sizeof(r));
+	EXPECT_EQ(-EOVERFLOW, rv_reg_mem_keys(self->rv, p, len, ACC_RW, &r,
+					      keys, 2));
+	EXPECT_EQ(3, r.nr_rkeys);
+	EXPECT_EQ(0, r.handle);
+	EXPECT_EQ(0, keys[0]);
+	/* Only the first registration is held. */
+	EXPECT_EQ(1, stats_of(self->rv).in_use_entries);
+
+	h = rv_reg_mem_keys(self->rv, p, len, ACC_RW, &r, keys, 4);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(3, r.nr_rkeys);
+	EXPECT_EQ(shift, r.rkey_shift);
+	EXPECT_EQ(keys[0], r.rkey);
+	EXPECT_EQ(0, keys[3]);
+	for (i = 0; i < 3; i++) {
+		EXPECT_NE(0, keys[i]);
+		for (j = 0; j < i; j++)
+			EXPECT_NE(keys[j], keys[i]);
+	}
+	/* One miss for the region, the retries were hits on it. */
+	EXPECT_EQ(2, stats_of(self->rv).misses);
+	EXPECT_EQ(1 + 3, stats_of(self->rv).fast_reg_keys);
+
+	/* Inside the middle chunk: a hit, one key, no array needed. */
+	EXPECT_EQ(h, rv_reg_mem(self->rv, p + chunk / 2 + 100, chunk - 200,
+				ACC_RW, &r));
+	EXPECT_EQ(keys[1], r.rkey);
+	/* The last chunk's part: its key, written to the array too. */
+	EXPECT_EQ(h, rv_reg_mem_keys(self->rv, p + 3 * chunk / 2, chunk / 2,
+				     ACC_RW, &r, keys + 3, 1));
+	EXPECT_EQ(1, r.nr_rkeys);
+	EXPECT_EQ(keys[2], keys[3]);
+	EXPECT_EQ(keys[2], r.rkey);
+	EXPECT_EQ(2, rv_dereg_mem(self->rv, h));
+	munmap(area, 4 * chunk);
 }
 
 /* Thousands of register/evict cycles: keys are recycled, nothing fails. */
@@ -831,7 +922,7 @@ TEST_F(mr, many_cycles)
 	for (i = 0; i < 3000; i++) {
 		char *p = self->buf + (i % 64) * 64 * KiB;
 
-		h = rv_reg_mem(self->rv, p, 4 * KiB + (i % 7) * 4096,
+		h = reg_mem(self->rv, p, 4 * KiB + (i % 7) * 4096,
 			       i & 1 ? ACC_RW : ACC_LW, &r);
 		ASSERT_GT(h, 0) TH_LOG("cycle %d: %s", i, strerror(-h));
 		ASSERT_EQ(0, rv_dereg_mem(self->rv, h));
@@ -884,11 +975,11 @@ TEST(exit_releases_pins)
 		if (!p)
 			_exit(3);
 		/* Two entries in use and one unused. */
-		if (rv_reg_mem(rv, p, pages * 2048, ACC_RW, NULL) <= 0 ||
-		    rv_reg_mem(rv, p + pages * 2048, pages * 1024, ACC_LW,
+		if (reg_mem(rv, p, pages * 2048, ACC_RW, NULL) <= 0 ||
+		    reg_mem(rv, p + pages * 2048, pages * 1024, ACC_LW,
 			       NULL) <= 0)
 			_exit(4);
-		i = rv_reg_mem(rv, p + pages * 3072, pages * 1024, ACC_LW,
+		i = reg_mem(rv, p + pages * 3072, pages * 1024, ACC_LW,
 			       NULL);
 		if (i <= 0 || rv_dereg_mem(rv, i))
 			_exit(5);
@@ -947,7 +1038,7 @@ static void *stress_reg(void *arg)
 
 		if (off + len > STRESS_CHUNK)
 			len = STRESS_CHUNK - off;
-		h = rv_reg_mem(st->rv, st->base + c * STRESS_CHUNK + off, len,
+		h = reg_mem(st->rv, st->base + c * STRESS_CHUNK + off, len,
 			       rand_r(&seed) & 1 ? ACC_RW : ACC_LW, NULL);
 		if (h > 0) {
 			atomic_fetch_add(&st->regs, 1);

@@ -92,6 +92,11 @@ static uint32_t *sattempt;
 static uint32_t scan, ndone, inflight;
 static uint64_t peer_iova, peer_seed;
 static uint32_t peer_rkey, peer_slot;
+/* The receiver's keys, one per key chunk of 1 << peer_shift bytes. */
+static uint32_t peer_keys[RV_MAX_REG_KEYS], peer_nkeys;
+static unsigned int peer_shift;
+/* Room for the keys of the victim's remote-read send buffer (unused). */
+static uint32_t peer_keys_spare[RV_MAX_REG_KEYS];
 static int smr;
 /* receiver */
 static uint8_t *rbuf;
@@ -184,6 +189,33 @@ static void path_of(char *p, size_t n, const char *what, int nd, int ix)
 }
 
 /* Whole or not at all (rename): the other node polls for it. */
+static bool fetch(const char *what, int nd, int ix, char *buf, size_t n);
+
+/* The receiver's keys (its "keys" file), after its info. */
+static bool fetch_keys(void)
+{
+	char *kt = malloc(peer_nkeys * 9 + 2), *l;
+	uint32_t k;
+
+	if (!kt || !fetch("keys", peer_node, peer_idx, kt, peer_nkeys * 9 + 2))
+		return check(false, "peer-keys", "node%d idx %d: none",
+			     peer_node, peer_idx);
+	for (k = 0, l = kt; k < peer_nkeys; k++, l++) {
+		peer_keys[k] = (uint32_t)strtoul(l, &l, 16);
+		if (*l != '\n')
+			return check(false, "peer-keys", "key %u of %u", k,
+				     peer_nkeys);
+	}
+	free(kt);
+	return true;
+}
+
+/* The key of remote address @raddr of the peer's buffer. */
+static uint32_t rkey_of(uint64_t raddr)
+{
+	return peer_keys[rv_rkey_index(peer_iova, raddr, peer_shift)];
+}
+
 static void publish(const char *what, const char *text)
 {
 	char p[512], tmp[600];
@@ -277,17 +309,38 @@ static int setup(void)
 
 	rv_random_key((uint8_t *)&my_seed, sizeof(my_seed));
 	iova = 0;
+	memset(&rm, 0, sizeof(rm));
 	if (receiving()) {
-		rbuf = map_buf(len);
+		static uint32_t keys[RV_MAX_REG_KEYS];
+		char *kt = malloc(RV_MAX_REG_KEYS * 9 + 1);
+		uint32_t k;
+		size_t o = 0;
+
+		/*
+		 * Aligned to a power-of-two message size, no message crosses
+		 * a key chunk (a larger power of two): one write, one key.
+		 */
+		rbuf = (msg_size & (msg_size - 1)) ? map_buf(len) :
+		       rv_map_aligned(len, msg_size);
+		if (!check(rbuf && kt, "map-recv", "%s", strerror(errno)))
+			return 1;
 		seen = calloc(nmsgs, sizeof(*seen));
-		ret = rv_reg_mem(rv, rbuf, len, RV_ACCESS_REMOTE_WRITE, &rm);
-		if (!check(ret > 0, "reg-recv", "rv_reg_mem: %s", strerror(-ret)))
+		ret = rv_reg_mem_keys(rv, rbuf, len, RV_ACCESS_REMOTE_WRITE,
+				      &rm, keys, RV_MAX_REG_KEYS);
+		if (!check(ret > 0, "reg-recv", "rv_reg_mem_keys: %s",
+			   strerror(-ret)))
 			return 1;
 		iova = rm.iova;
+		for (k = 0; k < rm.nr_rkeys; k++)
+			o += sprintf(kt + o, "%x\n", keys[k]);
+		kt[o] = 0;
+		publish("keys", kt);
+		free(kt);
 	}
-	snprintf(text, sizeof(text), "slot %d iova %llx rkey %x seed %llx pid %d\n",
-		 slot, iova, receiving() ? rm.rkey : 0,
-		 (unsigned long long)my_seed, (int)getpid());
+	snprintf(text, sizeof(text),
+		 "slot %d iova %llx rkey %x seed %llx pid %d shift %u keys %u\n",
+		 slot, iova, rm.rkey, (unsigned long long)my_seed,
+		 (int)getpid(), rm.rkey_shift, rm.nr_rkeys);
 	publish("info", text);
 
 	sin.sin_addr = ips[peer_node];
@@ -305,10 +358,15 @@ static int setup(void)
 
 	if (sending()) {
 		if (!fetch("info", peer_node, peer_idx, text, sizeof(text)) ||
-		    sscanf(text, "slot %u iova %llx rkey %x seed %llx",
-			   &peer_slot, &iova, &peer_rkey, &seed) != 4)
+		    sscanf(text, "slot %u iova %llx rkey %x seed %llx pid %*d shift %u keys %u",
+			   &peer_slot, &iova, &peer_rkey, &seed, &peer_shift,
+			   &peer_nkeys) != 6 ||
+		    !peer_nkeys || peer_nkeys > RV_MAX_REG_KEYS ||
+		    peer_shift < 12 || peer_shift > 40)
 			return check(false, "peer-info", "node%d idx %d: none",
 				     peer_node, peer_idx), 1;
+		if (!fetch_keys())
+			return 1;
 		peer_iova = iova;
 		peer_seed = seed;
 		sbuf = map_buf(len);
@@ -319,13 +377,19 @@ static int setup(void)
 		/*
 		 * A local-only registration is pinned pages, no kernel MR:
 		 * the victim's also grants remote read, so that the MR the
-		 * script sees go with its file (rdma res show mr) is there.
+		 * script sees go with its file (rdma res show mr) is there
+		 * (one MR per key chunk it spans).
 		 */
-		smr = rv_reg_mem(rv, sbuf, len, is("victim") ?
-				 RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE_READ :
-				 RV_ACCESS_LOCAL_WRITE, NULL);
+		smr = rv_reg_mem_keys(rv, sbuf, len, is("victim") ?
+				      RV_ACCESS_LOCAL_WRITE |
+				      RV_ACCESS_REMOTE_READ :
+				      RV_ACCESS_LOCAL_WRITE, &rm,
+				      peer_keys_spare, RV_MAX_REG_KEYS);
 		if (!check(smr > 0, "reg-send", "rv_reg_mem: %s", strerror(-smr)))
 			return 1;
+		/* The script counts the kernel MRs that go with the file. */
+		snprintf(text, sizeof(text), "mrs %u\n", rm.nr_rkeys);
+		publish("mrs", text);
 	}
 	return 0;
 }
@@ -437,7 +501,7 @@ static int post_some(void)
 		w[n].local_addr = (uintptr_t)(sbuf + (uint64_t)i * msg_size);
 		w[n].length = msg_size;
 		w[n].remote_addr = peer_iova + (uint64_t)i * msg_size;
-		w[n].rkey = peer_rkey;
+		w[n].rkey = rkey_of(w[n].remote_addr);
 		w[n].imm = rv_imm(slot_bits, peer_slot, i);
 		w[n].wr_id = (uint64_t)(sattempt[i] + 1) << 32 | i;
 		at[n++] = i;
@@ -712,7 +776,7 @@ static void after_fault(void)
 	w.local_addr = (uintptr_t)sbuf;
 	w.length = msg_size;
 	w.remote_addr = peer_iova;
-	w.rkey = peer_rkey;
+	w.rkey = rkey_of(peer_iova);
 	w.imm = rv_imm(slot_bits, peer_slot, 0);
 	ret = rv_post_write(rv, &w);
 	check(ret == -expect_errno, "post-again", "%s, expected %s",

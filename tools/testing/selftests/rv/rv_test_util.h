@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -197,6 +198,27 @@ static inline uint64_t rv_mix64(uint64_t x)
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
 	return x ^ (x >> 31);
+}
+
+/*
+ * Anonymous read-write memory at an address aligned to @align (a power of
+ * two): a remote-access buffer of at most @align bytes there needs one key
+ * when key chunks are at least @align.  NULL on failure; the slack around
+ * it is unmapped.
+ */
+static inline void *rv_map_aligned(size_t len, size_t align)
+{
+	char *p = mmap(NULL, len + align, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t start;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	if (start > (uintptr_t)p)
+		munmap(p, start - (uintptr_t)p);
+	munmap((char *)start + len, (uintptr_t)p + align - start);
+	return (void *)start;
 }
 
 /* CLOCK_MONOTONIC in milliseconds. */

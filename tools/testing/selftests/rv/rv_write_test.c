@@ -487,7 +487,9 @@ enum { NOTE_SEND_STATUS, NOTE_SEND_FIELDS, NOTE_RECV_FIELDS, NOTE_RECV_DATA,
 struct dst {
 	int rank, node, slot;
 	uint64_t raddr, seed;
-	uint32_t rkey;
+	uint64_t iova;		/* the destination's buffer, for rkey_of() */
+	uint32_t *rkeys, nkeys;
+	unsigned int rkey_shift;
 	struct plan plan;
 	uint8_t *buf;
 	int mr;
@@ -575,6 +577,45 @@ static void make_plan(struct plan *p, uint64_t seed, bool with_bigs)
 	p->bytes = total;
 }
 
+/*
+ * Cut the messages of @p that cross a remote key chunk (1 << @shift
+ * bytes, the receiver's buffer of this plan at @base) into one message per
+ * chunk: a write must stay within one key.  Both sides cut the same way.
+ * False when that makes too many messages for the immediate's sequence.
+ */
+static bool split_plan(struct plan *p, uint64_t base, unsigned int shift)
+{
+	uint32_t i, n = 0, cap = p->n;
+	struct msg *m = calloc(cap, sizeof(*m));
+
+	for (i = 0; m && i < p->n; i++) {
+		uint64_t off = p->m[i].off, left = p->m[i].len;
+
+		do {
+			uint64_t len = left;
+
+			if (len && len > rv_rkey_span(base + off, shift))
+				len = rv_rkey_span(base + off, shift);
+			if (n == cap) {
+				cap *= 2;
+				m = realloc(m, cap * sizeof(*m));
+				if (!m)
+					break;
+			}
+			m[n].off = off;
+			m[n++].len = len;
+			off += len;
+			left -= len;
+		} while (left);
+	}
+	if (!m || n >= MAX_MSGS)
+		return false;
+	free(p->m);
+	p->m = m;
+	p->n = n;
+	return true;
+}
+
 static uint64_t pair_seed(uint64_t rseed, int sender)
 {
 	return rv_mix64(rseed ^ rv_mix64(0x5eed0000ULL + sender));
@@ -615,16 +656,42 @@ static bool stream_publish(struct stream *st, bool same_proc)
 	st->rbuf = map_buf(st->rlen);
 	memset(st->rbuf, SENTINEL, st->rlen);
 	struct rv_reg_mem rm;
+	static uint32_t keys[RV_MAX_REG_KEYS];
+	char *keytext;
+	uint32_t k;
 
-	ret = rv_reg_mem(C.rv, st->rbuf, st->rlen ? st->rlen : 1,
-			 RV_ACCESS_REMOTE_WRITE, &rm);
-	if (!check(ret > 0, "reg-recv-buffer", "rv_reg_mem %llu: %s",
+	ret = rv_reg_mem_keys(C.rv, st->rbuf, st->rlen ? st->rlen : 1,
+			      RV_ACCESS_REMOTE_WRITE, &rm, keys,
+			      RV_MAX_REG_KEYS);
+	if (!check(ret > 0, "reg-recv-buffer", "rv_reg_mem_keys %llu: %s",
 		   (unsigned long long)st->rlen, strerror(-ret)))
 		return false;
 	st->rmr = ret;
-	o = snprintf(text, sizeof(text), "slot %d iova %llx rkey %x seed %llx\n",
+	/* The senders cut their messages the same way. */
+	for (r = 0; r < st->ns; r++) {
+		struct src *s = &st->s[r];
+
+		if (!check(split_plan(&s->plan, rm.iova + s->off,
+				      rm.rkey_shift),
+			   "split-plan", "rank %d: too many messages",
+			   s->rank))
+			return false;
+		free(s->seen);
+		s->seen = calloc(s->plan.n + 1, 1);
+	}
+	keytext = malloc(rm.nr_rkeys * 9 + 1);
+	for (k = o = 0; keytext && k < rm.nr_rkeys; k++)
+		o += sprintf(keytext + o, "%x\n", keys[k]);
+	if (!keytext)
+		return check(false, "publish-keys", "out of memory");
+	keytext[o] = 0;
+	snprintf(name, sizeof(name), "%s.keys.%d", st->tag, C.id);
+	publish(name, keytext);
+	free(keytext);
+	o = snprintf(text, sizeof(text),
+		     "slot %d iova %llx rkey %x seed %llx shift %u keys %u\n",
 		     C.slot, (unsigned long long)rm.iova, rm.rkey,
-		     (unsigned long long)myseed);
+		     (unsigned long long)myseed, rm.rkey_shift, rm.nr_rkeys);
 	for (r = 0; r < st->ns; r++)
 		o += snprintf(text + o, sizeof(text) - o, "region %d %llx\n",
 			      st->s[r].rank,
@@ -637,10 +704,10 @@ static bool stream_publish(struct stream *st, bool same_proc)
 /* Send side setup: read each destination's info, build and register data. */
 static bool stream_prepare(struct stream *st, bool same_proc)
 {
-	char text[8192], name[128], *l;
+	char text[8192], name[128], *l, *keytext;
 	unsigned long long iova, seed, off;
+	unsigned int rkey, shift, nkeys, k;
 	int r, ret, rr;
-	unsigned int rkey;
 
 	for (r = 0; r < nnodes * procs; r++) {
 		struct dst *d;
@@ -654,9 +721,28 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 		snprintf(name, sizeof(name), "%s.info.%d", st->tag, r);
 		if (!fetch(name, text, sizeof(text)))
 			return check(false, "peer-info", "rank %d", r);
-		if (sscanf(text, "slot %d iova %llx rkey %x seed %llx",
-			   &d->slot, &iova, &rkey, &seed) != 4)
+		if (sscanf(text, "slot %d iova %llx rkey %x seed %llx shift %u keys %u",
+			   &d->slot, &iova, &rkey, &seed, &shift, &nkeys) != 6 ||
+		    !nkeys || nkeys > RV_MAX_REG_KEYS || shift < 12 ||
+		    shift > 40)
 			return check(false, "peer-info", "rank %d: bad info", r);
+		d->rkeys = calloc(nkeys, sizeof(*d->rkeys));
+		keytext = malloc(nkeys * 9 + 2);
+		snprintf(name, sizeof(name), "%s.keys.%d", st->tag, r);
+		if (!d->rkeys || !keytext ||
+		    !fetch(name, keytext, nkeys * 9 + 2))
+			return check(false, "peer-keys", "rank %d", r);
+		for (k = 0, l = keytext; k < nkeys; k++, l++) {
+			d->rkeys[k] = (uint32_t)strtoul(l, &l, 16);
+			if (*l != '\n')
+				return check(false, "peer-keys",
+					     "rank %d: key %u of %u", r, k,
+					     nkeys);
+		}
+		free(keytext);
+		d->nkeys = nkeys;
+		d->rkey_shift = shift;
+		d->iova = iova;
 		for (l = strchr(text, '\n'); l && *++l; l = strchr(l, '\n'))
 			if (sscanf(l, "region %d %llx", &rr, &off) == 2 &&
 			    rr == C.id) {
@@ -665,10 +751,12 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 			}
 		if (!found)
 			return check(false, "peer-info", "rank %d: no region", r);
-		d->rkey = rkey;
 		d->seed = pair_seed(seed, C.id);
 		d->raddr = iova + off;
 		make_plan(&d->plan, d->seed, C.proc == 0 && r % procs == 0);
+		if (!check(split_plan(&d->plan, d->raddr, shift), "split-plan",
+			   "rank %d: too many messages", r))
+			return false;
 		d->buf = scatter_src ? map_scattered(d->plan.region) :
 				       map_buf(d->plan.region);
 		pat_fill(d->buf, d->plan.region, d->seed);
@@ -705,7 +793,8 @@ static void fill_write(struct rv_write *w, struct dst *d, uint32_t i)
 		w->mr_handle = d->mr;
 	}
 	w->remote_addr = d->raddr + m->off;
-	w->rkey = d->rkey;
+	w->rkey = d->rkeys[rv_rkey_index(d->iova, w->remote_addr,
+					 d->rkey_shift)];
 	w->imm = rv_imm(C.slot_bits, d->slot, imm_user(st_tag, C.id, i));
 }
 
@@ -1448,7 +1537,8 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 		w.mr_handle = mr;
 		w.local_addr = (uintptr_t)src;
 		w.length = 65536;
-		w.remote_addr = t.iova2 + (m2_posted % 16) * 65536;
+		/* 16 slices of a 1 MiB target, 1 of a 64 KiB one. */
+		w.remote_addr = t.iova2 + (m2_posted % (t.len2 / 65536)) * 65536;
 		w.rkey = t.rkey2;
 		w.wr_id = 0x3200000000ULL + m2_posted;
 		w.imm = err_imm(t.slot, KIND_M2, m2_posted);
@@ -1508,22 +1598,30 @@ static void errors_target(void)
 	uint32_t tries;
 	int ret, n, i, h2;
 	bool gone = false;
-	const uint64_t len = 1 << 20;
+	uint64_t len = 1 << 20;
 
-	m1 = map_buf(len);
-	m2 = map_buf(len);
+	/* Inside 16 KiB: within one key chunk (64 KiB at frwr_max_pages=16). */
+	m3 = rv_map_aligned(3 * 4096, 4 * 4096);
+	if (!check(m3 != NULL, "map-m3", "%s", strerror(errno)))
+		return;
+	memset(m3, SENTINEL, 3 * 4096);
+	ret = rv_reg_mem_keys(C.rv, m3 + M3_OFF, M3_LEN, RV_ACCESS_REMOTE_WRITE,
+			      &r3, NULL, 0);
+	if (!check(ret > 0, "reg-m3", "%s", strerror(-ret)))
+		return;
+	/* m1 and m2 are targets of single-key writes: one chunk at most. */
+	if (len > 1ULL << r3.rkey_shift)
+		len = 1ULL << r3.rkey_shift;
+	m1 = rv_map_aligned(len, len);
+	m2 = rv_map_aligned(len, len);
+	if (!check(m1 && m2, "map-m1-m2", "%s", strerror(errno)))
+		return;
 	memset(m1, SENTINEL, len);
 	ret = rv_reg_mem(C.rv, m1, len, RV_ACCESS_REMOTE_WRITE, &r1);
 	if (!check(ret > 0, "reg-m1", "%s", strerror(-ret)))
 		return;
 	h2 = rv_reg_mem(C.rv, m2, len, RV_ACCESS_REMOTE_WRITE, &r2);
 	if (!check(h2 > 0, "reg-m2", "%s", strerror(-h2)))
-		return;
-	m3 = map_buf(3 * 4096);
-	memset(m3, SENTINEL, 3 * 4096);
-	ret = rv_reg_mem(C.rv, m3 + M3_OFF, M3_LEN, RV_ACCESS_REMOTE_WRITE,
-			 &r3);
-	if (!check(ret > 0, "reg-m3", "%s", strerror(-ret)))
 		return;
 	snprintf(text, sizeof(text), "iova3 %llx rkey3 %x\n",
 		 (unsigned long long)r3.iova, r3.rkey);

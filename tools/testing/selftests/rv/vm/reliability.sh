@@ -161,7 +161,7 @@ reload_rv() {
 # ---- SIGKILL mid-traffic -------------------------------------------------
 
 kill_test() {
-	local k=rk i vslot vpin mrs ack
+	local k=rk i vslot vpin mrs vmrs ack
 	# 5 streaming processes per guest, 2 guests on the host's 2 cores: a
 	# guest stall can outlast the 7 tries of the default ack_timeout (15)
 	# and fail a QP with RETRY_EXC_ERR, a reconnect the clean processes
@@ -193,9 +193,11 @@ kill_test() {
 	# the survivors still use the module
 	tap_run unload-refused-in-use rmmod_refused
 	# its one registration (the send buffer, with remote read so that
-	# it is a kernel MR) goes with its file; the file waits for its
-	# writes in flight first (at most 10 s)
-	tap_run victim-mr-released wait_mrs $((mrs - 1)) 30
+	# it has kernel MRs, one per key chunk: its "mrs" file) goes with its
+	# file; the file waits for its writes in flight first (at most 10 s)
+	vmrs=$(sed -n 's/^mrs \([0-9]*\)$/\1/p' "$shared/$k.mrs.$me.3" 2>/dev/null)
+	tap_diag "victim's registration: ${vmrs:-?} kernel MRs"
+	tap_run victim-mr-released wait_mrs $((mrs - ${vmrs:-1})) 30
 	if [[ -n $vpin && $vpin -gt 0 ]]; then tap_ok victim-was-pinned
 	else tap_fail victim-was-pinned "VmPin ${vpin:-unknown} kB before the kill"; fi
 	# a newcomer gets the dead process's slot (xarray: lowest free) and
