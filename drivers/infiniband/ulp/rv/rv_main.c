@@ -35,8 +35,9 @@ MODULE_PARM_DESC(heartbeat_ms, "Idle time before a QP sends a heartbeat, when AT
 
 /*
  * Pages one fast-registration MR may map, below the device's own limit:
- * tests set it low to run remote-access registrations through the
- * fallback path on rxe.  No range to check: any value is a cap.
+ * it sets the key chunk (rounded down to a power of two), and tests set it
+ * low so that registrations span many chunks on rxe.  No range to check:
+ * any value is a cap.
  */
 unsigned int rv_frwr_max_pages_param;
 module_param_named(frwr_max_pages, rv_frwr_max_pages_param, uint, 0444);

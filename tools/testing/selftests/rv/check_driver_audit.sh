@@ -120,6 +120,17 @@ else
 	not_ok every-import-audited
 fi
 
+# 4: verbs that depend on the caller being user space never come back.
+# ib_reg_user_mr() hands the driver a NULL udata (an oops on irdma, the
+# wrong memory on hns); ib_umem/FRWR replace it.
+forbidden=$(grep -xE 'ib_reg_user_mr|ib_uverbs_.*' <<<"$imports" || true)
+if [[ -n $imports && -z $forbidden ]]; then
+	ok no-user-space-verbs
+else
+	echo "# imports that need a user-space caller: ${forbidden:-no imports read}"
+	not_ok no-user-space-verbs
+fi
+
 # Rows marked imported that rv.ko no longer imports: a note, not a failure
 # (the module may be older or newer than the doc).
 if [[ -n $imports && -r $doc ]]; then
