@@ -529,7 +529,7 @@ static int run_sender(uint32_t my_addr)
 {
 	uint64_t *src = alloc_buf(opt.max_size);
 	uint32_t tag = 0, slot_bits = rv_slot_bits(rv);
-	uint64_t size, sent_total = 0;
+	uint64_t size, sent_total = 0, writes = 0, msgs = 0;
 	struct ctl hello;
 	int ret;
 
@@ -557,6 +557,8 @@ static int run_sender(uint32_t my_addr)
 			if (!recv_keys(&cts))
 				return 1;
 
+			writes += cts.nkeys;
+			msgs++;
 			ret = post_chunks(&cts, src, size, mr, tag, slot_bits);
 			if (ret)
 				die("rv_post_write", -ret);
@@ -589,6 +591,8 @@ static int run_sender(uint32_t my_addr)
 		       (unsigned long long)sent_total);
 		return 1;
 	}
+	printf("sender: %llu writes for %llu messages (one per key chunk of the receiver's buffer)\n",
+	       (unsigned long long)writes, (unsigned long long)msgs);
 	printf("sender: %llu bytes sent, receiver verified all of them\n",
 	       (unsigned long long)sent_total);
 	return 0;
@@ -618,6 +622,7 @@ static int run_receiver(uint32_t my_addr)
 	static uint32_t keys[RV_MAX_REG_KEYS];
 	uint32_t slot_bits = rv_slot_bits(rv), tag = 0;
 	uint64_t verified = 0, bad_msgs = 0, size = 0, count = 0, max, bad0 = 0;
+	uint64_t recvs = 0, msgs = 0;
 	uint64_t *dst;
 	double t0 = 0;
 	struct ctl m;
@@ -675,6 +680,8 @@ static int run_receiver(uint32_t my_addr)
 		want_bytes = size < max_segment ? size : max_segment;
 		if (want_bytes > 1ull << reg.rkey_shift)
 			want_bytes = 1ull << reg.rkey_shift;
+		recvs += reg.nr_rkeys;
+		msgs++;
 		for (k = 0; k < reg.nr_rkeys; k++) {
 			ev = next_event(RV_EVENT_RECV);
 			if (rv_imm_slot(slot_bits, ev.imm) !=
@@ -715,6 +722,8 @@ static int run_receiver(uint32_t my_addr)
 		       (unsigned long long)bad_msgs);
 		return 1;
 	}
+	printf("receiver: %llu RECVs for %llu messages (one per key chunk)\n",
+	       (unsigned long long)recvs, (unsigned long long)msgs);
 	printf("receiver: %llu bytes received and verified\n",
 	       (unsigned long long)verified);
 	return 0;
