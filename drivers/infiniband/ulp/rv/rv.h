@@ -104,9 +104,10 @@ struct rv_job_params {
  * @cq: completions of @qp; NULL with @qp
  * @qp: RC QP in RTS, connected to itself; NULL until the first
  *	registration and after an error
- * @cqe: the registration work request's completion
- * @done: completed by @cqe
- * @status: work completion status of the last registration
+ * @cqe: the registration work requests' completion
+ * @done: completed by @cqe (once per completion: the signaled last work
+ *	request of a batch, or an unsignaled one that failed)
+ * @status: work completion status of the last completion
  * @key: key byte the next registration gives its MR
  */
 struct rv_frwr_qp {
@@ -252,7 +253,8 @@ void rv_device_put(struct rv_device *dev);
 void rv_frwr_init(struct rv_frwr_qp *f);
 void rv_frwr_release(struct rv_job *job);
 u8 rv_frwr_key_shift(const struct rv_job *job);
-int rv_frwr_register(struct rv_job *job, struct ib_mr *mr, int ib_access);
+int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
+		     int ib_access);
 
 /* rv_job.c */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,

@@ -30,8 +30,12 @@
  */
 #define RV_FRWR_TIMEOUT_MS	2000
 
-/* Send queue entries of the registration QP: one work request at a time. */
-#define RV_FRWR_SQ_DEPTH	2
+/*
+ * Send queue entries of the registration QP: the work requests of one
+ * batch, posted as a chain with only the last signaled, so that a
+ * registration of many key chunks waits once per batch.
+ */
+#define RV_FRWR_SQ_DEPTH	32
 
 static void rv_frwr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -217,32 +221,70 @@ u8 rv_frwr_key_shift(const struct rv_job *job)
 	return PAGE_SHIFT + ilog2(pages);
 }
 
+/* Post @n registrations as one chain, the last signaled, and wait. */
+static int rv_frwr_post_batch(struct rv_job *job, struct rv_frwr_qp *f,
+			      struct ib_mr **mrs, u32 n, int ib_access)
+{
+	struct ib_reg_wr *wrs;
+	u32 i;
+	int ret;
+
+	wrs = kcalloc(n, sizeof(*wrs), GFP_KERNEL);
+	if (!wrs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		/* An unsignaled one that fails completes too: same cqe. */
+		wrs[i].wr.wr_cqe = &f->cqe;
+		wrs[i].wr.opcode = IB_WR_REG_MR;
+		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
+		ib_update_fast_reg_key(mrs[i], ++f->key);
+		wrs[i].mr = mrs[i];
+		wrs[i].key = mrs[i]->rkey;
+		wrs[i].access = ib_access;
+	}
+	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
+	reinit_completion(&f->done);
+	ret = ib_post_send(f->qp, &wrs[0].wr, NULL);
+	/* The device copied the work requests: posted or not, done with them. */
+	kfree(wrs);
+	if (ret)
+		return ret;
+	if (!wait_for_completion_timeout(&f->done,
+					 msecs_to_jiffies(RV_FRWR_TIMEOUT_MS))) {
+		pr_warn_ratelimited("job%u: fast registration timed out\n",
+				    job->id);
+		return -ETIMEDOUT;
+	}
+	/* Success only from the last: a failure flushes those after it. */
+	if (READ_ONCE(f->status) != IB_WC_SUCCESS) {
+		pr_warn_ratelimited("job%u: fast registration failed: %s\n",
+				    job->id,
+				    ib_wc_status_msg(READ_ONCE(f->status)));
+		return -EIO;
+	}
+	return 0;
+}
+
 /**
- * rv_frwr_register - make a fast-registration MR valid
- * @job: the job, whose PD holds @mr
- * @mr: mapped with ib_map_mr_sg(), never registered
- * @ib_access: IB_ACCESS_* it grants
+ * rv_frwr_register - make fast-registration MRs valid
+ * @job: the job, whose PD holds @mrs
+ * @mrs: mapped with ib_map_mr_sg(), never registered
+ * @nr_mrs: entries of @mrs, at least 1
+ * @ib_access: IB_ACCESS_* they grant
  *
- * Gives @mr a fresh key byte (a peer holding a key of an earlier MR at the
- * same index cannot use this one), posts IB_WR_REG_MR on the job's
- * registration QP and waits for it.  Caller holds the device's rwsem for
- * read.  Returns 0, -EIO (the device failed the work request), -ETIMEDOUT,
- * or the error of building the QP or posting.  On error @mr may be
- * deregistered at once.
+ * Gives each MR a fresh key byte (a peer holding a key of an earlier MR at
+ * the same index cannot use this one), posts their IB_WR_REG_MR on the
+ * job's registration QP in chains of RV_FRWR_SQ_DEPTH and waits for each
+ * chain.  Caller holds the device's rwsem for read.  Returns 0, -EIO (the
+ * device failed a work request), -ETIMEDOUT, or the error of building the
+ * QP or posting.  On error the MRs may be deregistered at once.
  */
-int rv_frwr_register(struct rv_job *job, struct ib_mr *mr, int ib_access)
+int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
+		     int ib_access)
 {
 	struct rv_frwr_qp *f = &job->frwr;
-	struct ib_reg_wr wr = {
-		.wr = {
-			.wr_cqe = &f->cqe,
-			.opcode = IB_WR_REG_MR,
-			.send_flags = IB_SEND_SIGNALED,
-		},
-		.mr = mr,
-		.access = ib_access,
-	};
-	int ret;
+	u32 done, n;
+	int ret = 0;
 
 	mutex_lock(&f->lock);
 	if (!f->qp) {
@@ -250,32 +292,17 @@ int rv_frwr_register(struct rv_job *job, struct ib_mr *mr, int ib_access)
 		if (ret)
 			goto out_unlock;
 	}
-	ib_update_fast_reg_key(mr, ++f->key);
-	wr.key = mr->rkey;
-	reinit_completion(&f->done);
-	ret = ib_post_send(f->qp, &wr.wr, NULL);
-	if (ret)
-		goto out_destroy;
-	if (!wait_for_completion_timeout(&f->done,
-					 msecs_to_jiffies(RV_FRWR_TIMEOUT_MS))) {
-		pr_warn_ratelimited("job%u: fast registration timed out\n",
-				    job->id);
-		ret = -ETIMEDOUT;
-		goto out_destroy;
+	for (done = 0; done < nr_mrs; done += n) {
+		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
+		ret = rv_frwr_post_batch(job, f, mrs + done, n, ib_access);
+		if (ret) {
+			/* The QP is in error or stuck: the device must be
+			 * done with the MRs before they are deregistered.
+			 */
+			rv_frwr_qp_destroy(f);
+			break;
+		}
 	}
-	if (READ_ONCE(f->status) != IB_WC_SUCCESS) {
-		pr_warn_ratelimited("job%u: fast registration failed: %s\n",
-				    job->id,
-				    ib_wc_status_msg(READ_ONCE(f->status)));
-		ret = -EIO;
-		goto out_destroy;
-	}
-	mutex_unlock(&f->lock);
-	return 0;
-
-out_destroy:
-	/* The QP is in error or stuck: the device must be done with @mr. */
-	rv_frwr_qp_destroy(f);
 out_unlock:
 	mutex_unlock(&f->lock);
 	return ret;

@@ -628,7 +628,8 @@ static void rv_mr_key_chunk(const struct rv_mr_entry *e, u32 i, u64 *start,
 
 /*
  * A fast-registration MR over the pinned pages of [start, last], part of
- * @e: exactly those bytes, iova == the user address.
+ * @e: exactly those bytes, iova == the user address.  Mapped, not yet
+ * registered.
  */
 static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
 				      struct rv_job *job, u64 start, u64 last)
@@ -663,9 +664,6 @@ static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
 		goto out_dereg;
 	}
 	mr->iova = start;
-	ret = rv_frwr_register(job, mr, rv_mr_ib_access(e->access));
-	if (ret)
-		goto out_dereg;
 	return mr;
 
 out_dereg:
@@ -675,7 +673,8 @@ out_dereg:
 
 /*
  * Give a pinned remote-access registration its rkeys, one MR per key
- * chunk.  On error the MRs made so far stay in @e for rv_mr_unmap().
+ * chunk, registered together.  On error the MRs made so far stay in @e
+ * for rv_mr_unmap().
  */
 static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 {
@@ -694,7 +693,8 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 		e->frmrs[i] = mr;
 		e->nr_frmrs = i + 1;
 	}
-	return 0;
+	return rv_frwr_register(job, e->frmrs, nr_keys,
+				rv_mr_ib_access(e->access));
 }
 
 /* Pin and map @e's pages for the device: see the top of this file. */

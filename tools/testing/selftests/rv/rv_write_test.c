@@ -1283,6 +1283,7 @@ static bool stream(const char *tag, bool same_proc, const bool *ranks,
 #define KIND_BAD	2
 #define KIND_M2		3
 #define KIND_M3		4
+#define KIND_M4		5
 
 /*
  * M3: a remote registration whose ends are inside pages, so the remote MR
@@ -1333,6 +1334,9 @@ struct target {
 	int slot;
 	uint64_t iova, len, iova2, len2;
 	uint32_t rkey, rkey2;
+	/* M2's keys: one per key chunk (16 at frwr_max_pages=16) */
+	uint32_t keys2[16], nkeys2;
+	unsigned int shift;
 };
 
 /*
@@ -1436,6 +1440,67 @@ static void unaligned_bounds(struct target *t, uint8_t *src, int mr,
 	clean_after("clean-after-unaligned-before-start", t, src, mr, seq);
 }
 
+/* @n hex keys, one per line, from the line after @text's first. */
+static bool parse_keys(const char *text, uint32_t *keys, uint32_t n)
+{
+	char *end;
+	uint32_t i;
+
+	for (i = 0; text && i < n; i++) {
+		keys[i] = (uint32_t)strtoul(text + 1, &end, 16);
+		if (*end != '\n')
+			return false;
+		text = end;
+	}
+	return text != NULL;
+}
+
+/*
+ * M4 spans two key chunks.  Each key covers exactly its chunk: a write
+ * across the boundary fails with either key (its first packets may land:
+ * RDMA says nothing about a failed write's data), then 4096 bytes at the
+ * end of the first chunk land with the first key and at the start of the
+ * second with the second.
+ */
+static void key_chunk_bounds(struct target *t, uint8_t *src, int mr,
+			     uint32_t *seq)
+{
+	struct rv_write w = {
+		.conn_handle = C.conn[1], .mr_handle = mr,
+		.local_addr = (uintptr_t)src, .length = 4096,
+	};
+	uint64_t iova4, chunk;
+	uint32_t k[2];
+	struct rv_event ev;
+	unsigned int shift;
+	char text[256];
+	int st, perr, i;
+
+	if (!fetch("A.target4", text, sizeof(text)) ||
+	    sscanf(text, "iova4 %" SCNx64 " shift %u keys %x %x", &iova4,
+		   &shift, &k[0], &k[1]) != 4 || shift < 12 || shift > 21) {
+		check(false, "target4-info", "no or bad A.target4");
+		return;
+	}
+	chunk = 1ULL << shift;
+	bad_write("key-chunk-crossing-first-key", t, src, mr,
+		  iova4 + chunk - 2048, k[0], seq);
+	clean_after("clean-after-crossing-first-key", t, src, mr, seq);
+	bad_write("key-chunk-crossing-second-key", t, src, mr,
+		  iova4 + chunk - 2048, k[1], seq);
+	clean_after("clean-after-crossing-second-key", t, src, mr, seq);
+	for (i = 0; i < 2; i++) {
+		w.remote_addr = iova4 + chunk - 4096 + (uint64_t)i * 4096;
+		w.rkey = k[i];
+		w.wr_id = 0xe4d0000000ULL + *seq;
+		w.imm = err_imm(t->slot, KIND_M4, (*seq)++);
+		st = write_and_wait(&w, &ev, &perr);
+		check(perr == 0 && st == 0,
+		      i ? "key-chunk-second-start" : "key-chunk-first-end",
+		      "post %d, SEND status %d (want 0)", perr, st);
+	}
+}
+
 /* Job A's sender, node0 proc 0.  Counts its clean writes: OK, tried. */
 static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 {
@@ -1452,10 +1517,15 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	bool got_error = false;
 
 	if (!fetch("A.target", text, sizeof(text)) ||
-	    sscanf(text, "slot %d iova %" SCNx64 " len %" SCNx64 " rkey %x iova2 %" SCNx64 " len2 %" SCNx64 " rkey2 %x",
+	    sscanf(text, "slot %d iova %" SCNx64 " len %" SCNx64 " rkey %x iova2 %" SCNx64 " len2 %" SCNx64 " rkey2 %x shift %u keys2 %u",
 		   &t.slot, &t.iova, &t.len, &t.rkey, &t.iova2, &t.len2,
-		   &t.rkey2) != 7) {
+		   &t.rkey2, &t.shift, &t.nkeys2) != 9 || !t.nkeys2 ||
+	    t.nkeys2 > 16 || t.len2 != 1 << 20 || t.shift < 16) {
 		check(false, "target-info", "no or bad A.target");
+		return;
+	}
+	if (!parse_keys(strchr(text, '\n'), t.keys2, t.nkeys2)) {
+		check(false, "target-info", "bad M2 keys");
 		return;
 	}
 	if (!connect_node(1))
@@ -1523,6 +1593,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 		  &seq);
 	clean_after("clean-after-before-start", &t, src, mr, &seq);
 	unaligned_bounds(&t, src, mr, &seq);
+	key_chunk_bounds(&t, src, mr, &seq);
 
 	/*
 	 * The target munmaps M2 mid-stream.  Keep writing (one at a time)
@@ -1537,9 +1608,9 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 		w.mr_handle = mr;
 		w.local_addr = (uintptr_t)src;
 		w.length = 65536;
-		/* 16 slices of a 1 MiB target, 1 of a 64 KiB one. */
-		w.remote_addr = t.iova2 + (m2_posted % (t.len2 / 65536)) * 65536;
-		w.rkey = t.rkey2;
+		/* 16 slices of 64 KiB, each inside one of M2's key chunks */
+		w.remote_addr = t.iova2 + (m2_posted % 16) * 65536;
+		w.rkey = t.keys2[rv_rkey_index(t.iova2, w.remote_addr, t.shift)];
 		w.wr_id = 0x3200000000ULL + m2_posted;
 		w.imm = err_imm(t.slot, KIND_M2, m2_posted);
 		st = write_and_wait(&w, &ev, &perr);
@@ -1590,11 +1661,14 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 /* Job A's target, node1 proc 0. */
 static void errors_target(void)
 {
-	struct rv_reg_mem r1, r2, r3;
+	struct rv_reg_mem r1, r2, r3, r4;
 	struct rv_event ev[EV_BATCH];
 	char text[512];
-	uint8_t *m1, *m2, *m3, *fresh = NULL;
-	uint32_t clean = 0, m2_recv = 0, m3_recv = 0, stray = 0, want_clean;
+	uint8_t *m1, *m2, *m3, *m4, *fresh = NULL;
+	uint32_t clean = 0, m2_recv = 0, m3_recv = 0, m4_recv = 0, stray = 0;
+	uint32_t want_clean, keys2[16], keys4[2], k;
+	uint64_t len2 = 1 << 20, chunk;
+	size_t o;
 	uint32_t tries;
 	int ret, n, i, h2;
 	bool gone = false;
@@ -1609,28 +1683,52 @@ static void errors_target(void)
 			      &r3, NULL, 0);
 	if (!check(ret > 0, "reg-m3", "%s", strerror(-ret)))
 		return;
-	/* m1 and m2 are targets of single-key writes: one chunk at most. */
-	if (len > 1ULL << r3.rkey_shift)
-		len = 1ULL << r3.rkey_shift;
+	/* M1 is the target of single-key writes: one chunk at most. */
+	chunk = 1ULL << r3.rkey_shift;
+	if (!check(r3.rkey_shift >= 16 && r3.rkey_shift <= 21, "key-shift",
+		   "key chunks of 2^%u bytes: not 64 KiB..2 MiB",
+		   r3.rkey_shift))
+		return;
+	if (len > chunk)
+		len = chunk;
 	m1 = rv_map_aligned(len, len);
-	m2 = rv_map_aligned(len, len);
-	if (!check(m1 && m2, "map-m1-m2", "%s", strerror(errno)))
+	/* M2: 1 MiB, 1 key or (64 KiB chunks) 16, munmapped mid-stream. */
+	m2 = rv_map_aligned(len2, len2);
+	/* M4: two key chunks, for writes at and across their boundary. */
+	m4 = rv_map_aligned(2 * chunk, 2 * chunk);
+	if (!check(m1 && m2 && m4, "map-m1-m2-m4", "%s", strerror(errno)))
 		return;
 	memset(m1, SENTINEL, len);
 	ret = rv_reg_mem(C.rv, m1, len, RV_ACCESS_REMOTE_WRITE, &r1);
 	if (!check(ret > 0, "reg-m1", "%s", strerror(-ret)))
 		return;
-	h2 = rv_reg_mem(C.rv, m2, len, RV_ACCESS_REMOTE_WRITE, &r2);
-	if (!check(h2 > 0, "reg-m2", "%s", strerror(-h2)))
+	h2 = rv_reg_mem_keys(C.rv, m2, len2, RV_ACCESS_REMOTE_WRITE, &r2,
+			     keys2, 16);
+	if (!check(h2 > 0 && r2.nr_rkeys == (len2 + chunk - 1) / chunk,
+		   "reg-m2", "%s, %u keys", strerror(-h2), r2.nr_rkeys))
 		return;
+	memset(m4, SENTINEL, 2 * chunk);
+	ret = rv_reg_mem_keys(C.rv, m4, 2 * chunk, RV_ACCESS_REMOTE_WRITE,
+			      &r4, keys4, 2);
+	if (!check(ret > 0 && r4.nr_rkeys == 2 && keys4[0] != keys4[1],
+		   "reg-m4-two-keys", "%s, %u keys", strerror(-ret),
+		   r4.nr_rkeys))
+		return;
+	snprintf(text, sizeof(text), "iova4 %llx shift %u keys %x %x\n",
+		 (unsigned long long)r4.iova, r4.rkey_shift, keys4[0],
+		 keys4[1]);
+	publish("A.target4", text);
 	snprintf(text, sizeof(text), "iova3 %llx rkey3 %x\n",
 		 (unsigned long long)r3.iova, r3.rkey);
 	publish("A.target3", text);
-	snprintf(text, sizeof(text),
-		 "slot %d iova %llx len %llx rkey %x iova2 %llx len2 %llx rkey2 %x\n",
-		 C.slot, (unsigned long long)r1.iova, (unsigned long long)len,
-		 r1.rkey, (unsigned long long)r2.iova, (unsigned long long)len,
-		 r2.rkey);
+	o = snprintf(text, sizeof(text),
+		     "slot %d iova %llx len %llx rkey %x iova2 %llx len2 %llx rkey2 %x shift %u keys2 %u\n",
+		     C.slot, (unsigned long long)r1.iova,
+		     (unsigned long long)len, r1.rkey,
+		     (unsigned long long)r2.iova, (unsigned long long)len2,
+		     r2.rkey, r2.rkey_shift, r2.nr_rkeys);
+	for (k = 0; k < r2.nr_rkeys; k++)
+		o += snprintf(text + o, sizeof(text) - o, "%x\n", keys2[k]);
 	publish("A.target", text);
 	/* The connection is the job's; this side must exist for the accept. */
 	if (!connect_node(0))
@@ -1654,6 +1752,8 @@ static void errors_target(void)
 				m2_recv++;
 			} else if (kind == KIND_M3) {
 				m3_recv++;
+			} else if (kind == KIND_M4) {
+				m4_recv++;
 			} else {
 				diag("RECV of a failed write: imm %x", ev[i].imm);
 				stray++;
@@ -1662,13 +1762,13 @@ static void errors_target(void)
 		if (!gone && m2_recv >= 4) {
 			/* munmap under the sender's stream, map fresh memory */
 			rv_dereg_mem(C.rv, h2);
-			munmap(m2, len);
-			fresh = mmap(m2, len, PROT_READ | PROT_WRITE,
+			munmap(m2, len2);
+			fresh = mmap(m2, len2, PROT_READ | PROT_WRITE,
 				     MAP_PRIVATE | MAP_ANONYMOUS |
 				     MAP_FIXED_NOREPLACE, -1, 0);
 			if (fresh == MAP_FAILED)
-				fresh = map_buf(len);
-			memset(fresh, SENTINEL, len);
+				fresh = map_buf(len2);
+			memset(fresh, SENTINEL, len2);
 			gone = true;
 			publish("A.m2-gone", "x\n");
 		}
@@ -1705,8 +1805,20 @@ static void errors_target(void)
 	      "target-clean-recvs", "%u RECVs; %u clean writes OK of %u",
 	      clean, want_clean, tries);
 	if (gone)
-		check(sentinel_check(fresh, 0, len) < 0, "m2-fresh-untouched",
+		check(sentinel_check(fresh, 0, len2) < 0, "m2-fresh-untouched",
 		      "memory mapped after munmap was written");
+	/* The two good M4 writes landed and nothing else of M4 changed. */
+	check(m4_recv == 2 &&
+	      pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 &&
+	      pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 &&
+	      sentinel_check(m4, 0, chunk - 4096) < 0 &&
+	      sentinel_check(m4, chunk + 4096, chunk - 4096) < 0,
+	      "m4-key-chunk-bounds", "%u M4 RECVs (want 2); data at the boundary %s/%s; sentinels %s",
+	      m4_recv,
+	      pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
+	      pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
+	      sentinel_check(m4, 0, chunk - 4096) < 0 &&
+	      sentinel_check(m4, chunk + 4096, chunk - 4096) < 0 ? "intact" : "WRITTEN");
 	diag("target: %u clean, %u m2 RECVs", clean, m2_recv);
 }
 

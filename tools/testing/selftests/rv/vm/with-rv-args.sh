@@ -4,8 +4,8 @@
 # with-rv-args.sh PARAM=VALUE... -- CMD...: run a test group's command
 # with rv reloaded with these parameters added to the run's own
 # ($RV_KO_ARGS), which the command's own reloads (tap.sh's rv_reload) keep.
-# E.g. frwr_max_pages=16 sends remote-access registrations of more than 16
-# pages through ib_reg_user_mr() and tests both sides of the cap on rxe.
+# E.g. frwr_max_pages=16 gives remote-access registrations a key per 64
+# KiB, so that rxe's tests see registrations of many keys.
 # A failed reload is a TAP failure and the command does not run.
 
 set -uo pipefail
