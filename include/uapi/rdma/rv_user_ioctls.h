@@ -235,14 +235,16 @@ struct rv_attach {
  *	writes name their source by @handle, never by key)
  * @rkey: out: remote key a peer uses to write into (or read) the chunk
  *	holding @addr (the only chunk when @nr_rkeys is 1); 0 without
- *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ
+ *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ in @access, also
+ *	when the request hits an entry registered with them
  * @iova: out: the address a peer uses with @rkey for the byte at @addr
  *	(offsets from @addr carry over unchanged)
  * @region_addr: out: start of the cached region that covers the request
  * @region_length: out: length of that region
  * @rkeys: in: user pointer to an array of @nr_rkeys __u32, or 0
  * @nr_rkeys: in: entries @rkeys holds; out: the keys the request needs
- *	(0 without remote access), written to @rkeys[0..@nr_rkeys - 1]
+ *	(0 without remote access in @access), written to
+ *	@rkeys[0..@nr_rkeys - 1]
  * @rkey_shift: out: log2 of the bytes of a key chunk; 0 without remote
  *	access
  *

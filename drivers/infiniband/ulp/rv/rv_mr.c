@@ -837,8 +837,10 @@ static bool rv_mr_range_ok(u64 addr, u64 length)
 
 /*
  * Tell the caller the keys of the chunks its request touches, the first
- * in @rkey.  The MRs cannot change: the caller holds a reference to @e
- * and the device's rwsem.  -EOVERFLOW when @rkeys is too short for them.
+ * in @rkey.  A request without remote access gets none, even from an
+ * entry that has some (a send buffer inside a cached receive buffer).
+ * The MRs cannot change: the caller holds a reference to @e and the
+ * device's rwsem.  -EOVERFLOW when @rkeys is too short for them.
  */
 static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 {
@@ -848,7 +850,7 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	cmd->lkey = 0;
 	cmd->rkey = 0;
 	cmd->rkey_shift = 0;
-	if (!e->frmrs) {
+	if (!e->frmrs || !(cmd->access & RV_ACCESS_REMOTE)) {
 		cmd->nr_rkeys = 0;
 		return 0;
 	}

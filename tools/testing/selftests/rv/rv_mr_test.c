@@ -908,7 +908,15 @@ TEST_F(mr, rkey_chunks)
 	EXPECT_EQ(1, r.nr_rkeys);
 	EXPECT_EQ(keys[2], keys[3]);
 	EXPECT_EQ(keys[2], r.rkey);
-	EXPECT_EQ(2, rv_dereg_mem(self->rv, h));
+	/* A local-only request inside it: a hit, and no key is handed out. */
+	memset(&r, 0xff, sizeof(r));
+	EXPECT_EQ(h, rv_reg_mem(self->rv, p, len, ACC_LW, &r));
+	EXPECT_EQ(0, r.rkey);
+	EXPECT_EQ(0, r.lkey);
+	EXPECT_EQ(h, rv_reg_mem_keys(self->rv, p, len, 0, &r, keys, 4));
+	EXPECT_EQ(0, r.nr_rkeys);
+	EXPECT_EQ(0, r.rkey_shift);
+	EXPECT_EQ(4, rv_dereg_mem(self->rv, h));
 	munmap(area, 4 * chunk);
 }
 
