@@ -628,16 +628,16 @@ static void rv_mr_key_chunk(const struct rv_mr_entry *e, u32 i, u64 *start,
 
 /*
  * A fast-registration MR over the pinned pages of [start, last], part of
- * @e: exactly those bytes, iova == the user address.  Mapped, not yet
- * registered.
+ * @e: exactly those bytes, iova == the user address.  Mapped through @sgl
+ * (room for a chunk's pages), not yet registered.
  */
 static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
-				      struct rv_job *job, u64 start, u64 last)
+				      struct rv_job *job, u64 start, u64 last,
+				      struct scatterlist *sgl)
 {
 	u32 first = (start >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT);
 	u32 npages = (last >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
 	unsigned int sg_offset = offset_in_page(start);
-	struct scatterlist *sgl;
 	struct ib_mr *mr;
 	int ret, n;
 	u32 i;
@@ -645,11 +645,6 @@ static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
 	mr = ib_alloc_mr(job->pd, IB_MR_TYPE_MEM_REG, npages);
 	if (IS_ERR(mr))
 		return mr;
-	sgl = kvmalloc_array(npages, sizeof(*sgl), GFP_KERNEL);
-	if (!sgl) {
-		ret = -ENOMEM;
-		goto out_dereg;
-	}
 	sg_init_table(sgl, npages);
 	for (i = 0; i < npages; i++) {
 		sg_dma_address(&sgl[i]) = e->dma[first + i];
@@ -658,7 +653,6 @@ static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
 	/* A peer may not write past the chunk into its last page. */
 	sg_dma_len(&sgl[npages - 1]) = offset_in_page(last) + 1;
 	n = ib_map_mr_sg(mr, sgl, npages, &sg_offset, PAGE_SIZE);
-	kvfree(sgl);
 	if (n != npages) {
 		ret = n < 0 ? n : -EINVAL;
 		goto out_dereg;
@@ -678,23 +672,34 @@ out_dereg:
  */
 static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 {
+	u32 max_pages = min_t(u64, e->npages,
+			      BIT_ULL(e->key_shift - PAGE_SHIFT));
+	struct scatterlist *sgl;
 	struct ib_mr *mr;
 	u64 start, last;
+	int ret = 0;
 	u32 i;
 
 	e->frmrs = kcalloc(nr_keys, sizeof(*e->frmrs), GFP_KERNEL_ACCOUNT);
 	if (!e->frmrs)
 		return -ENOMEM;
+	/* One scatterlist for every chunk: the MRs keep no pointer to it. */
+	sgl = kvmalloc_array(max_pages, sizeof(*sgl), GFP_KERNEL);
+	if (!sgl)
+		return -ENOMEM;
 	for (i = 0; i < nr_keys; i++) {
 		rv_mr_key_chunk(e, i, &start, &last);
-		mr = rv_mr_frwr_chunk(e, job, start, last);
-		if (IS_ERR(mr))
-			return PTR_ERR(mr);
+		mr = rv_mr_frwr_chunk(e, job, start, last, sgl);
+		if (IS_ERR(mr)) {
+			ret = PTR_ERR(mr);
+			break;
+		}
 		e->frmrs[i] = mr;
 		e->nr_frmrs = i + 1;
 	}
-	return rv_frwr_register(job, e->frmrs, nr_keys,
-				rv_mr_ib_access(e->access));
+	kvfree(sgl);
+	return ret ?: rv_frwr_register(job, e->frmrs, nr_keys,
+				       rv_mr_ib_access(e->access));
 }
 
 /* Pin and map @e's pages for the device: see the top of this file. */
