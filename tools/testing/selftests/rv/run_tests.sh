@@ -10,7 +10,8 @@
 # its command exited non-zero (4, kselftest's skip, aside) or its kernel
 # log has a warning/oops/sanitizer/lockdep line.  Output ends with the
 # plan and the line "N passed, N failed, N skipped"; exit status 1 if
-# anything failed.
+# anything failed.  A group in which a guest lost its link to a virtio-net
+# TX stall of the test bed (NETDEV WATCHDOG) runs once more, and says so.
 
 set -euo pipefail
 
@@ -133,6 +134,23 @@ run_host() {
 	fi
 }
 
+# link_stalled OUT NODES: a guest's virtio-net TX queue stalled for good
+# ("NETDEV WATCHDOG" on its console: QEMU 7.2 under TCG, seen about once
+# per full run whatever rv does) and some node failed.  The guest has no
+# link from then on, so every RDMA test on it fails for a reason outside
+# rv: the group is run once more (see run_group).
+link_stalled() {
+	local out=$1 nodes=$2 i stalled=0 failed=0
+	for ((i = 0; i < nodes; i++)); do
+		grep -q 'NETDEV WATCHDOG' "$out/node$i.console" 2>/dev/null &&
+			stalled=1
+		[[ -r $out/node$i.rc && $(<"$out/node$i.rc") =~ ^[04]$ ]] ||
+			failed=1
+	done
+	((stalled && failed))
+}
+link_reruns=()
+
 run_group() {
 	local group=$1 nodes=$2 cmd=$3 out=$outbase/$1 i f
 	local -a why
@@ -147,6 +165,17 @@ run_group() {
 	# (.rc, .rc.timeout, .rc.setup, .dmesg) say more.
 	"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
 		"${vm_args[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
+	if link_stalled "$out" "$nodes"; then
+		# Once: a second stall is reported like any failure.  The
+		# first attempt stays for inspection; its results count nowhere.
+		echo "# $group: a guest's virtio-net TX queue stalled (NETDEV WATCHDOG on its console), a test-bed fault: running the group again; the first attempt is in $out.link-stall"
+		link_reruns+=("$group")
+		rm -rf "$out.link-stall"
+		mv "$out" "$out.link-stall"
+		mkdir -p "$out"
+		"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
+			"${vm_args[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
+	fi
 	sed 's/^/# /' "$out/rv-vm.log"
 
 	for ((i = 0; i < nodes; i++)); do
@@ -210,5 +239,7 @@ for g in "${groups[@]}"; do
 done
 
 echo "1..$n"
+((${#link_reruns[@]} == 0)) ||
+	echo "# run again after a test-bed link stall: ${link_reruns[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
