@@ -221,17 +221,18 @@ u8 rv_frwr_key_shift(const struct rv_job *job)
 	return PAGE_SHIFT + ilog2(pages);
 }
 
-/* Post @n registrations as one chain, the last signaled, and wait. */
+/*
+ * Post @n registrations as one chain, the last signaled, and wait.  @wrs
+ * has room for @n; the device copies them at post.
+ */
 static int rv_frwr_post_batch(struct rv_job *job, struct rv_frwr_qp *f,
-			      struct ib_mr **mrs, u32 n, int ib_access)
+			      struct ib_reg_wr *wrs, struct ib_mr **mrs, u32 n,
+			      int ib_access)
 {
-	struct ib_reg_wr *wrs;
 	u32 i;
 	int ret;
 
-	wrs = kcalloc(n, sizeof(*wrs), GFP_KERNEL);
-	if (!wrs)
-		return -ENOMEM;
+	memset(wrs, 0, n * sizeof(*wrs));
 	for (i = 0; i < n; i++) {
 		/* An unsignaled one that fails completes too: same cqe. */
 		wrs[i].wr.wr_cqe = &f->cqe;
@@ -245,8 +246,6 @@ static int rv_frwr_post_batch(struct rv_job *job, struct rv_frwr_qp *f,
 	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
 	reinit_completion(&f->done);
 	ret = ib_post_send(f->qp, &wrs[0].wr, NULL);
-	/* The device copied the work requests: posted or not, done with them. */
-	kfree(wrs);
 	if (ret)
 		return ret;
 	if (!wait_for_completion_timeout(&f->done,
@@ -275,17 +274,23 @@ static int rv_frwr_post_batch(struct rv_job *job, struct rv_frwr_qp *f,
  * Gives each MR a fresh key byte (a peer holding a key of an earlier MR at
  * the same index cannot use this one), posts their IB_WR_REG_MR on the
  * job's registration QP in chains of RV_FRWR_SQ_DEPTH and waits for each
- * chain.  Caller holds the device's rwsem for read.  Returns 0, -EIO (the
- * device failed a work request), -ETIMEDOUT, or the error of building the
- * QP or posting.  On error the MRs may be deregistered at once.
+ * chain, at most RV_FRWR_TIMEOUT_MS each.  Caller holds the device's
+ * rwsem for read.  Returns 0, -ENOMEM, -EIO (the device failed a work
+ * request), -ETIMEDOUT, or the error of building the QP or posting.  On
+ * error the MRs may be deregistered at once.
  */
 int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
 		     int ib_access)
 {
 	struct rv_frwr_qp *f = &job->frwr;
+	struct ib_reg_wr *wrs;
 	u32 done, n;
 	int ret = 0;
 
+	wrs = kcalloc(min_t(u32, nr_mrs, RV_FRWR_SQ_DEPTH), sizeof(*wrs),
+		      GFP_KERNEL);
+	if (!wrs)
+		return -ENOMEM;
 	mutex_lock(&f->lock);
 	if (!f->qp) {
 		ret = rv_frwr_qp_create(job, f);
@@ -294,7 +299,7 @@ int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
 	}
 	for (done = 0; done < nr_mrs; done += n) {
 		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
-		ret = rv_frwr_post_batch(job, f, mrs + done, n, ib_access);
+		ret = rv_frwr_post_batch(job, f, wrs, mrs + done, n, ib_access);
 		if (ret) {
 			/* The QP is in error or stuck: the device must be
 			 * done with the MRs before they are deregistered.
@@ -305,5 +310,6 @@ int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
 	}
 out_unlock:
 	mutex_unlock(&f->lock);
+	kfree(wrs);
 	return ret;
 }
