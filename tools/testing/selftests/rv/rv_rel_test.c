@@ -194,18 +194,14 @@ static bool fetch(const char *what, int nd, int ix, char *buf, size_t n);
 /* The receiver's keys (its "keys" file), after its info. */
 static bool fetch_keys(void)
 {
-	char *kt = malloc(peer_nkeys * 9 + 2), *l;
-	uint32_t k;
+	char *kt = malloc(RV_KEYS_TEXT_BYTES(peer_nkeys));
 
-	if (!kt || !fetch("keys", peer_node, peer_idx, kt, peer_nkeys * 9 + 2))
+	if (!kt || !fetch("keys", peer_node, peer_idx, kt,
+			  RV_KEYS_TEXT_BYTES(peer_nkeys)))
 		return check(false, "peer-keys", "node%d idx %d: none",
 			     peer_node, peer_idx);
-	for (k = 0, l = kt; k < peer_nkeys; k++, l++) {
-		peer_keys[k] = (uint32_t)strtoul(l, &l, 16);
-		if (*l != '\n')
-			return check(false, "peer-keys", "key %u of %u", k,
-				     peer_nkeys);
-	}
+	if (!rv_keys_parse(kt, peer_keys, peer_nkeys))
+		return check(false, "peer-keys", "not %u keys", peer_nkeys);
 	free(kt);
 	return true;
 }
@@ -312,9 +308,7 @@ static int setup(void)
 	memset(&rm, 0, sizeof(rm));
 	if (receiving()) {
 		static uint32_t keys[RV_MAX_REG_KEYS];
-		char *kt = malloc(RV_MAX_REG_KEYS * 9 + 1);
-		uint32_t k;
-		size_t o = 0;
+		char *kt = malloc(RV_KEYS_TEXT_BYTES(RV_MAX_REG_KEYS));
 
 		/*
 		 * Aligned to a power-of-two message size, no message crosses
@@ -331,9 +325,7 @@ static int setup(void)
 			   strerror(-ret)))
 			return 1;
 		iova = rm.iova;
-		for (k = 0; k < rm.nr_rkeys; k++)
-			o += sprintf(kt + o, "%x\n", keys[k]);
-		kt[o] = 0;
+		rv_keys_text(kt, keys, rm.nr_rkeys);
 		publish("keys", kt);
 		free(kt);
 	}

@@ -221,6 +221,38 @@ static inline void *rv_map_aligned(size_t len, size_t align)
 	return (void *)start;
 }
 
+/*
+ * A registration's remote keys travel between the test's nodes as text,
+ * one hex key a line: RV_KEYS_TEXT_BYTES(n) holds @n of them.
+ */
+#define RV_KEYS_TEXT_BYTES(n)	((size_t)(n) * 9 + 2)
+
+static inline void rv_keys_text(char *buf, const uint32_t *keys, uint32_t n)
+{
+	size_t o = 0;
+	uint32_t i;
+
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		o += sprintf(buf + o, "%x\n", keys[i]);
+}
+
+/* @n keys from rv_keys_text()'s text at @text; false if malformed. */
+static inline bool rv_keys_parse(const char *text, uint32_t *keys,
+				 uint32_t n)
+{
+	char *end;
+	uint32_t i;
+
+	for (i = 0; text && i < n; i++) {
+		keys[i] = (uint32_t)strtoul(text, &end, 16);
+		if (end == text || *end != '\n')
+			return false;
+		text = end + 1;
+	}
+	return text != NULL;
+}
+
 /* CLOCK_MONOTONIC in milliseconds. */
 static inline uint64_t rv_now_ms(void)
 {

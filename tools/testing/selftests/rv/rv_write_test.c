@@ -658,7 +658,6 @@ static bool stream_publish(struct stream *st, bool same_proc)
 	struct rv_reg_mem rm;
 	static uint32_t keys[RV_MAX_REG_KEYS];
 	char *keytext;
-	uint32_t k;
 
 	ret = rv_reg_mem_keys(C.rv, st->rbuf, st->rlen ? st->rlen : 1,
 			      RV_ACCESS_REMOTE_WRITE, &rm, keys,
@@ -679,12 +678,10 @@ static bool stream_publish(struct stream *st, bool same_proc)
 		free(s->seen);
 		s->seen = calloc(s->plan.n + 1, 1);
 	}
-	keytext = malloc(rm.nr_rkeys * 9 + 1);
-	for (k = o = 0; keytext && k < rm.nr_rkeys; k++)
-		o += sprintf(keytext + o, "%x\n", keys[k]);
+	keytext = malloc(RV_KEYS_TEXT_BYTES(rm.nr_rkeys));
 	if (!keytext)
 		return check(false, "publish-keys", "out of memory");
-	keytext[o] = 0;
+	rv_keys_text(keytext, keys, rm.nr_rkeys);
 	snprintf(name, sizeof(name), "%s.keys.%d", st->tag, C.id);
 	publish(name, keytext);
 	free(keytext);
@@ -706,7 +703,7 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 {
 	char text[8192], name[128], *l, *keytext;
 	unsigned long long iova, seed, off;
-	unsigned int rkey, shift, nkeys, k;
+	unsigned int rkey, shift, nkeys;
 	int r, ret, rr;
 
 	for (r = 0; r < nnodes * procs; r++) {
@@ -727,18 +724,14 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 		    shift > 40)
 			return check(false, "peer-info", "rank %d: bad info", r);
 		d->rkeys = calloc(nkeys, sizeof(*d->rkeys));
-		keytext = malloc(nkeys * 9 + 2);
+		keytext = malloc(RV_KEYS_TEXT_BYTES(nkeys));
 		snprintf(name, sizeof(name), "%s.keys.%d", st->tag, r);
 		if (!d->rkeys || !keytext ||
-		    !fetch(name, keytext, nkeys * 9 + 2))
+		    !fetch(name, keytext, RV_KEYS_TEXT_BYTES(nkeys)))
 			return check(false, "peer-keys", "rank %d", r);
-		for (k = 0, l = keytext; k < nkeys; k++, l++) {
-			d->rkeys[k] = (uint32_t)strtoul(l, &l, 16);
-			if (*l != '\n')
-				return check(false, "peer-keys",
-					     "rank %d: key %u of %u", r, k,
-					     nkeys);
-		}
+		if (!rv_keys_parse(keytext, d->rkeys, nkeys))
+			return check(false, "peer-keys",
+				     "rank %d: not %u keys", r, nkeys);
 		free(keytext);
 		d->nkeys = nkeys;
 		d->rkey_shift = shift;
@@ -1440,21 +1433,6 @@ static void unaligned_bounds(struct target *t, uint8_t *src, int mr,
 	clean_after("clean-after-unaligned-before-start", t, src, mr, seq);
 }
 
-/* @n hex keys, one per line, from the line after @text's first. */
-static bool parse_keys(const char *text, uint32_t *keys, uint32_t n)
-{
-	char *end;
-	uint32_t i;
-
-	for (i = 0; text && i < n; i++) {
-		keys[i] = (uint32_t)strtoul(text + 1, &end, 16);
-		if (*end != '\n')
-			return false;
-		text = end;
-	}
-	return text != NULL;
-}
-
 /*
  * M4 spans two key chunks.  Each key covers exactly its chunk: a write
  * across the boundary fails with either key (its first packets may land:
@@ -1508,7 +1486,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	struct rv_write w;
 	struct rv_stats s0, s;
 	struct rv_event ev, evs[EV_BATCH];
-	char text[512];
+	char text[512], *l;
 	uint8_t *src, *gone;
 	uint32_t seq = 0, m2_posted = 0, m2_ok = 0, m2_early = 0;
 	bool gone_seen = false;
@@ -1524,7 +1502,8 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 		check(false, "target-info", "no or bad A.target");
 		return;
 	}
-	if (!parse_keys(strchr(text, '\n'), t.keys2, t.nkeys2)) {
+	l = strchr(text, '\n');
+	if (!l || !rv_keys_parse(l + 1, t.keys2, t.nkeys2)) {
 		check(false, "target-info", "bad M2 keys");
 		return;
 	}
@@ -1666,7 +1645,7 @@ static void errors_target(void)
 	char text[512];
 	uint8_t *m1, *m2, *m3, *m4, *fresh = NULL;
 	uint32_t clean = 0, m2_recv = 0, m3_recv = 0, m4_recv = 0, stray = 0;
-	uint32_t want_clean, keys2[16], keys4[2], k;
+	uint32_t want_clean, keys2[16], keys4[2];
 	uint64_t len2 = 1 << 20, chunk;
 	size_t o;
 	uint32_t tries;
@@ -1727,8 +1706,7 @@ static void errors_target(void)
 		     (unsigned long long)len, r1.rkey,
 		     (unsigned long long)r2.iova, (unsigned long long)len2,
 		     r2.rkey, r2.rkey_shift, r2.nr_rkeys);
-	for (k = 0; k < r2.nr_rkeys; k++)
-		o += snprintf(text + o, sizeof(text) - o, "%x\n", keys2[k]);
+	rv_keys_text(text + o, keys2, r2.nr_rkeys);
 	publish("A.target", text);
 	/* The connection is the job's; this side must exist for the accept. */
 	if (!connect_node(0))
