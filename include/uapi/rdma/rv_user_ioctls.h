@@ -402,6 +402,9 @@ struct rv_evict {
  *	fast-registration MR
  * @fast_reg_keys: out: the fast-registration MRs @fast_regs made, one
  *	per key (more than @fast_regs when registrations span key chunks)
+ * @fast_reg_reused: out: of @fast_reg_keys, MRs taken from the file's
+ *	pool of invalidated MRs (freed registrations leave their MRs there,
+ *	invalidated, up to 32) instead of newly allocated
  *
  * Entries invalidated while in use still count in @entries and @bytes
  * (their pages stay pinned) until their last reference is dropped.
@@ -426,6 +429,7 @@ struct rv_mr_stats {
 	__aligned_u64 failures;
 	__aligned_u64 fast_regs;
 	__aligned_u64 fast_reg_keys;
+	__aligned_u64 fast_reg_reused;
 };
 
 #define RV_IOCTL_MR_STATS _IO(RV_IOCTL_TYPE, RV_CMD_MR_STATS)

@@ -99,12 +99,12 @@ struct rv_job_params {
 
 /**
  * struct rv_frwr_qp - a job's QP for fast registration (rv_frwr.c)
- * @lock: protects @cq, @qp and @key, and serialises registrations, each
- *	waited for under it
+ * @lock: protects @cq, @qp and @key, and serialises the work requests,
+ *	each batch waited for under it
  * @cq: completions of @qp; NULL with @qp
  * @qp: RC QP in RTS, connected to itself; NULL until the first
  *	registration and after an error
- * @cqe: the registration work requests' completion
+ * @cqe: the work requests' completion
  * @done: completed by @cqe (once per completion: the signaled last work
  *	request of a batch, or an unsignaled one that failed)
  * @status: work completion status of the last completion
@@ -253,8 +253,11 @@ void rv_device_put(struct rv_device *dev);
 void rv_frwr_init(struct rv_frwr_qp *f);
 void rv_frwr_release(struct rv_job *job);
 u8 rv_frwr_key_shift(const struct rv_job *job);
-int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
+int rv_frwr_alloc_mr(struct rv_job *job, u32 pages, struct rv_frmr *frmr);
+int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 		     int ib_access);
+u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs,
+		       u32 nr_mrs);
 
 /* rv_job.c */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,

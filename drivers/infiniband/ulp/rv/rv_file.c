@@ -121,7 +121,10 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 	RV_IOCTL_OP(RV_CMD_DEREG_MEM, rv_cmd_dereg_mem, struct rv_dereg_mem,
 		    refs),
 	RV_IOCTL_OP(RV_CMD_EVICT, rv_cmd_evict, struct rv_evict, freed_bytes),
-	/* Minimum size 112: fast_regs and fast_reg_keys were appended. */
+	/*
+	 * Minimum size 112: fast_regs and fast_reg_keys, then
+	 * fast_reg_reused, were appended.
+	 */
 	RV_IOCTL_OP(RV_CMD_MR_STATS, rv_cmd_mr_stats, struct rv_mr_stats,
 		    failures),
 	RV_IOCTL_OP(RV_CMD_CONN_CREATE, rv_cmd_conn_create,
@@ -167,7 +170,7 @@ static_assert(sizeof(struct rv_dereg_mem) == 16);
 static_assert(sizeof(struct rv_evict) == 56);
 static_assert(offsetof(struct rv_evict, target_bytes) == 32);
 static_assert(offsetof(struct rv_evict, freed_bytes) == 48);
-static_assert(sizeof(struct rv_mr_stats) == 128);
+static_assert(sizeof(struct rv_mr_stats) == 136);
 static_assert(offsetof(struct rv_mr_stats, fast_regs) == 112);
 static_assert(sizeof(struct rv_ring_header) == 24);
 static_assert(sizeof(struct rv_ring_header) <= RV_RING_CONSUMER_OFFSET);

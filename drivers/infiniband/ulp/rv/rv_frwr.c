@@ -16,9 +16,14 @@
  * RV_FRWR_TIMEOUT_MS; after an error or a timeout the QP is destroyed
  * before the caller may deregister its MR (so the device is done with the
  * work request) and a new one is built by the next registration.
+ *
+ * An MR whose registration leaves the cache may be invalidated with an
+ * IB_WR_LOCAL_INV on the same QP, waited for before its pages are
+ * unpinned, and registered again later (the file's pool, rv_mr.c).
  */
 #include "rv.h"
 
+#include <linux/bottom_half.h>
 #include <linux/etherdevice.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
@@ -222,64 +227,156 @@ u8 rv_frwr_key_shift(const struct rv_job *job)
 }
 
 /*
- * Post @n registrations as one chain, the last signaled, and wait.  @wrs
- * has room for @n; the device copies them at post.
+ * Post a chain of work requests whose last is signaled and wait for it.
+ * Caller holds f->lock; the QP exists.
  */
-static int rv_frwr_post_batch(struct rv_job *job, struct rv_frwr_qp *f,
-			      struct ib_reg_wr *wrs, struct ib_mr **mrs, u32 n,
-			      int ib_access)
+static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
+			     const struct ib_send_wr *chain, const char *what)
 {
-	u32 i;
 	int ret;
 
-	memset(wrs, 0, n * sizeof(*wrs));
-	for (i = 0; i < n; i++) {
-		/* An unsignaled one that fails completes too: same cqe. */
-		wrs[i].wr.wr_cqe = &f->cqe;
-		wrs[i].wr.opcode = IB_WR_REG_MR;
-		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
-		ib_update_fast_reg_key(mrs[i], ++f->key);
-		wrs[i].mr = mrs[i];
-		wrs[i].key = mrs[i]->rkey;
-		wrs[i].access = ib_access;
-	}
-	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
 	reinit_completion(&f->done);
-	ret = ib_post_send(f->qp, &wrs[0].wr, NULL);
+	/*
+	 * A software device (rxe) runs the work request and its completion
+	 * in tasklets.  Raised with bottom halves off, they run at
+	 * local_bh_enable() in this context rather than in ksoftirqd after a
+	 * context switch, so the wait below rarely sleeps.  Nothing for
+	 * hardware, whose completion comes with an interrupt.
+	 */
+	local_bh_disable();
+	ret = ib_post_send(f->qp, chain, NULL);
+	local_bh_enable();
 	if (ret)
 		return ret;
 	if (!wait_for_completion_timeout(&f->done,
 					 msecs_to_jiffies(RV_FRWR_TIMEOUT_MS))) {
-		pr_warn_ratelimited("job%u: fast registration timed out\n",
-				    job->id);
+		pr_warn_ratelimited("job%u: %s timed out\n", job->id, what);
 		return -ETIMEDOUT;
 	}
 	/* Success only from the last: a failure flushes those after it. */
 	if (READ_ONCE(f->status) != IB_WC_SUCCESS) {
-		pr_warn_ratelimited("job%u: fast registration failed: %s\n",
-				    job->id,
+		pr_warn_ratelimited("job%u: %s failed: %s\n", job->id, what,
 				    ib_wc_status_msg(READ_ONCE(f->status)));
 		return -EIO;
 	}
 	return 0;
 }
 
+/* Post @n registrations as one chain and wait.  @wrs has room for @n. */
+static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
+			     struct ib_reg_wr *wrs, struct rv_frmr *frmrs,
+			     u32 n, int ib_access)
+{
+	struct ib_mr *mr;
+	u32 i;
+
+	memset(wrs, 0, n * sizeof(*wrs));
+	for (i = 0; i < n; i++) {
+		mr = frmrs[i].mr;
+		/* An unsignaled one that fails completes too: same cqe. */
+		wrs[i].wr.wr_cqe = &f->cqe;
+		wrs[i].wr.opcode = IB_WR_REG_MR;
+		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
+		ib_update_fast_reg_key(mr, ++f->key);
+		wrs[i].mr = mr;
+		wrs[i].key = mr->rkey;
+		wrs[i].access = ib_access;
+	}
+	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
+	return rv_frwr_post_wait(job, f, &wrs[0].wr, "fast registration");
+}
+
+/* Post @n invalidations as one chain and wait.  @wrs has room for @n. */
+static int rv_frwr_inv_batch(struct rv_job *job, struct rv_frwr_qp *f,
+			     struct ib_send_wr *wrs, struct rv_frmr *frmrs,
+			     u32 n)
+{
+	u32 i;
+
+	memset(wrs, 0, n * sizeof(*wrs));
+	for (i = 0; i < n; i++) {
+		wrs[i].wr_cqe = &f->cqe;
+		wrs[i].opcode = IB_WR_LOCAL_INV;
+		wrs[i].ex.invalidate_rkey = frmrs[i].mr->rkey;
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+	}
+	wrs[n - 1].send_flags = IB_SEND_SIGNALED;
+	return rv_frwr_post_wait(job, f, &wrs[0], "local invalidation");
+}
+
+/**
+ * rv_frwr_alloc_mr - a fast-registration MR that maps at least @pages
+ * @job: the job; its device is not removed
+ * @pages: pages to map, at least 1
+ * @frmr: filled in
+ *
+ * Allocates for @pages rounded up to a power of two (at least 16) when
+ * the device allows, so that the MR can serve other registrations.
+ * Returns 0 or ib_alloc_mr()'s error.
+ */
+int rv_frwr_alloc_mr(struct rv_job *job, u32 pages, struct rv_frmr *frmr)
+{
+	u32 dev_max = job->dev->ibdev->attrs.max_fast_reg_page_list_len;
+
+	frmr->max_pages = roundup_pow_of_two(max(pages, 16U));
+	if (frmr->max_pages > dev_max)
+		frmr->max_pages = pages;
+	frmr->mr = ib_alloc_mr(job->pd, IB_MR_TYPE_MEM_REG, frmr->max_pages);
+	return PTR_ERR_OR_ZERO(frmr->mr);
+}
+
+/**
+ * rv_frwr_invalidate - invalidate registered MRs
+ * @job: the job, whose PD holds @frmrs
+ * @frmrs: made valid by rv_frwr_register()
+ * @nr_mrs: entries of @frmrs
+ *
+ * Posts their IB_WR_LOCAL_INV in chains of RV_FRWR_SQ_DEPTH, each waited
+ * for.  Caller holds the device's rwsem for read.  Returns how many of
+ * the first MRs are invalid now, ready to be mapped and registered
+ * again; the caller deregisters the others (after an error the QP is
+ * destroyed first, so the device is done with them).
+ */
+u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
+{
+	struct rv_frwr_qp *f = &job->frwr;
+	struct ib_send_wr *wrs;
+	u32 done, n;
+
+	wrs = kcalloc(min_t(u32, nr_mrs, RV_FRWR_SQ_DEPTH), sizeof(*wrs),
+		      GFP_KERNEL);
+	if (!wrs)
+		return 0;
+	mutex_lock(&f->lock);
+	for (done = 0; f->qp && done < nr_mrs; done += n) {
+		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
+		if (rv_frwr_inv_batch(job, f, wrs, frmrs + done, n)) {
+			rv_frwr_qp_destroy(f);
+			break;
+		}
+	}
+	mutex_unlock(&f->lock);
+	kfree(wrs);
+	return done;
+}
+
 /**
  * rv_frwr_register - make fast-registration MRs valid
- * @job: the job, whose PD holds @mrs
- * @mrs: mapped with ib_map_mr_sg(), never registered
- * @nr_mrs: entries of @mrs, at least 1
+ * @job: the job, whose PD holds @frmrs
+ * @frmrs: mapped with ib_map_mr_sg(), not valid
+ * @nr_mrs: entries of @frmrs, at least 1
  * @ib_access: IB_ACCESS_* they grant
  *
- * Gives each MR a fresh key byte (a peer holding a key of an earlier MR at
- * the same index cannot use this one), posts their IB_WR_REG_MR on the
- * job's registration QP in chains of RV_FRWR_SQ_DEPTH and waits for each
- * chain, at most RV_FRWR_TIMEOUT_MS each.  Caller holds the device's
- * rwsem for read.  Returns 0, -ENOMEM, -EIO (the device failed a work
- * request), -ETIMEDOUT, or the error of building the QP or posting.  On
- * error the MRs may be deregistered at once.
+ * Gives each MR a fresh key byte (a peer holding a key of an earlier
+ * registration of the same MR cannot use this one), posts their
+ * IB_WR_REG_MR on the job's registration QP in chains of
+ * RV_FRWR_SQ_DEPTH and waits for each chain, at most RV_FRWR_TIMEOUT_MS
+ * each.  Caller holds the device's rwsem for read.  Returns 0, -ENOMEM,
+ * -EIO (the device failed a work request), -ETIMEDOUT, or the error of
+ * building the QP or posting.  On error the device is done with the MRs:
+ * the caller deregisters them.
  */
-int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
+int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 		     int ib_access)
 {
 	struct rv_frwr_qp *f = &job->frwr;
@@ -299,7 +396,8 @@ int rv_frwr_register(struct rv_job *job, struct ib_mr **mrs, u32 nr_mrs,
 	}
 	for (done = 0; done < nr_mrs; done += n) {
 		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
-		ret = rv_frwr_post_batch(job, f, wrs, mrs + done, n, ib_access);
+		ret = rv_frwr_reg_batch(job, f, wrs, frmrs + done, n,
+					ib_access);
 		if (ret) {
 			/* The QP is in error or stuck: the device must be
 			 * done with the MRs before they are deregistered.

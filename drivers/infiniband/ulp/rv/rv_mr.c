@@ -114,19 +114,84 @@ static void rv_mr_put_user(struct rv_mr_cache *cache, struct rv_mr_entry *e,
 }
 
 /*
+ * A fast-registration MR for @pages pages: from the pool (returns 1),
+ * else a new one (0), or an error.
+ */
+static int rv_mr_get_frmr(struct rv_mr_cache *cache, u32 pages,
+			  struct rv_frmr *frmr)
+{
+	u32 i;
+
+	spin_lock(&cache->lock);
+	for (i = 0; i < cache->pool_len; i++) {
+		if (cache->pool[i].max_pages < pages)
+			continue;
+		*frmr = cache->pool[i];
+		cache->pool[i] = cache->pool[--cache->pool_len];
+		spin_unlock(&cache->lock);
+		return 1;
+	}
+	spin_unlock(&cache->lock);
+	return rv_frwr_alloc_mr(cache->job, pages, frmr);
+}
+
+/*
+ * Make the keys of @frmrs unusable: invalidated into the pool while it
+ * has room, deregistered otherwise.  MRs not @registered (or whose
+ * registration failed) are in an unknown state: deregistered.  The
+ * caller holds the device's rwsem for read and not @cache->lock.
+ */
+static void rv_mr_put_frmrs(struct rv_mr_cache *cache, struct rv_frmr *frmrs,
+			    u32 nr_mrs, bool registered)
+{
+	u32 room, valid = 0, i;
+
+	if (registered) {
+		spin_lock(&cache->lock);
+		room = RV_MR_POOL_MRS - cache->pool_len;
+		spin_unlock(&cache->lock);
+		if (room)
+			valid = rv_frwr_invalidate(cache->job, frmrs,
+						   min(nr_mrs, room));
+	}
+	spin_lock(&cache->lock);
+	for (i = 0; i < valid && cache->pool_len < RV_MR_POOL_MRS; i++)
+		cache->pool[cache->pool_len++] = frmrs[i];
+	spin_unlock(&cache->lock);
+	for (; i < nr_mrs; i++)
+		ib_dereg_mr(frmrs[i].mr);
+}
+
+/* Deregister the pool's MRs; the caller holds the device's rwsem. */
+static void rv_mr_pool_drain(struct rv_mr_cache *cache)
+{
+	struct ib_mr *mr;
+
+	for (;;) {
+		spin_lock(&cache->lock);
+		if (!cache->pool_len) {
+			spin_unlock(&cache->lock);
+			return;
+		}
+		mr = cache->pool[--cache->pool_len].mr;
+		spin_unlock(&cache->lock);
+		ib_dereg_mr(mr);
+	}
+}
+
+/*
  * Undo rv_mr_map(): the device forgets the pages, then they are unpinned.
  * The caller holds the device's rwsem for read and owns @e (NEW or DEAD).
  */
 static void rv_mr_unmap(struct rv_mr_entry *e)
 {
-	u32 i;
-
 	/* The rkeys die before the pages behind them are unpinned. */
-	for (i = 0; i < e->nr_frmrs; i++)
-		ib_dereg_mr(e->frmrs[i]);
+	if (e->nr_frmrs)
+		rv_mr_put_frmrs(e->cache, e->frmrs, e->nr_frmrs, true);
 	kfree(e->frmrs);
 	e->frmrs = NULL;
 	e->nr_frmrs = 0;
+	e->nr_reused = 0;
 	if (e->umem) {
 		ib_umem_release(e->umem);
 		e->umem = NULL;
@@ -169,6 +234,7 @@ static void rv_mr_free_work(struct work_struct *work)
 	list_splice_init(&cache->dead, &list);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &list);
+	rv_mr_pool_drain(cache);
 	up_read(&dev->rwsem);
 }
 
@@ -284,6 +350,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	list_splice_init(&cache->dead, &list);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &list);
+	rv_mr_pool_drain(cache);
 	up_read(&dev->rwsem);
 
 	WARN_ON(!xa_empty(&cache->handles));
@@ -304,7 +371,7 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 {
 	struct rv_mr_entry *e;
 	unsigned long index;
-	struct ib_mr **frmrs;
+	struct rv_frmr *frmrs;
 	struct ib_umem *umem;
 	u32 nr_frmrs, i;
 
@@ -321,11 +388,12 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 		spin_unlock(&cache->lock);
 		/* Writes read ->dma only under the rwsem we hold for write. */
 		for (i = 0; i < nr_frmrs; i++)
-			ib_dereg_mr(frmrs[i]);
+			ib_dereg_mr(frmrs[i].mr);
 		kfree(frmrs);
 		if (umem)
 			ib_umem_release(umem);
 	}
+	rv_mr_pool_drain(cache);
 }
 
 /**
@@ -588,9 +656,11 @@ static int rv_mr_check_vmas(u64 addr, u64 length, bool writable)
  */
 static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
 {
-	struct ib_block_iter biter;
 	struct ib_umem *umem;
+	struct scatterlist *sg;
 	size_t npages, i = 0;
+	dma_addr_t dma, end;
+	unsigned int j;
 
 	umem = ib_umem_get(ibdev, e->it.start, e->length,
 			   rv_mr_ib_access(e->access));
@@ -602,9 +672,23 @@ static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
 		ib_umem_release(umem);
 		return -ENOMEM;
 	}
-	/* Exactly @npages blocks, the first one holding @e->it.start. */
-	rdma_umem_for_each_dma_block(umem, &biter, PAGE_SIZE)
-		e->dma[i++] = rdma_block_iter_dma_address(&biter);
+	/*
+	 * The umem's entries are whole pages, the first one holding
+	 * @e->it.start: exactly @npages of them (a plain loop, as
+	 * rdma_umem_for_each_dma_block() costs a call per page).
+	 */
+	for_each_sgtable_dma_sg(&umem->sgt_append.sgt, sg, j) {
+		dma = sg_dma_address(sg);
+		end = dma + sg_dma_len(sg);
+		for (; dma < end && i < npages; dma += PAGE_SIZE)
+			e->dma[i++] = dma;
+	}
+	if (WARN_ON_ONCE(i != npages)) {
+		kvfree(e->dma);
+		e->dma = NULL;
+		ib_umem_release(umem);
+		return -EFAULT;
+	}
 	e->umem = umem;
 	e->npages = npages;
 	return 0;
@@ -627,79 +711,121 @@ static void rv_mr_key_chunk(const struct rv_mr_entry *e, u32 i, u64 *start,
 }
 
 /*
+ * The FRWR page size for pages [@first, @first + @npages) of @e starting
+ * at user address @start: the key chunk's size when those pages are one
+ * DMA-contiguous run at the same offset in a chunk-aligned block as the
+ * user addresses (a transparent huge page, say) and the device takes
+ * that page size, so the MR maps one page; else PAGE_SIZE.
+ */
+static u64 rv_mr_frwr_page_size(const struct rv_mr_entry *e,
+				struct rv_job *job, u32 first, u32 npages,
+				u64 start)
+{
+	u64 chunk = BIT_ULL(e->key_shift);
+	dma_addr_t dma = e->dma[first];
+	u32 i;
+
+	if (npages < 2 || !(job->dev->ibdev->attrs.page_size_cap & chunk) ||
+	    (dma & (chunk - 1)) != (start & (chunk - 1) & PAGE_MASK))
+		return PAGE_SIZE;
+	for (i = 1; i < npages; i++)
+		if (e->dma[first + i] != dma + (u64)i * PAGE_SIZE)
+			return PAGE_SIZE;
+	return chunk;
+}
+
+/*
  * A fast-registration MR over the pinned pages of [start, last], part of
  * @e: exactly those bytes, iova == the user address.  Mapped through @sgl
- * (room for a chunk's pages), not yet registered.
+ * (room for a chunk's pages), not yet registered: 1 if the MR came from
+ * the pool, 0 if new, or an error (nothing left in @frmr).
  */
-static struct ib_mr *rv_mr_frwr_chunk(const struct rv_mr_entry *e,
-				      struct rv_job *job, u64 start, u64 last,
-				      struct scatterlist *sgl)
+static int rv_mr_frwr_chunk(const struct rv_mr_entry *e, struct rv_job *job,
+			    u64 start, u64 last, struct scatterlist *sgl,
+			    struct rv_frmr *frmr)
 {
 	u32 first = (start >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT);
 	u32 npages = (last >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
 	unsigned int sg_offset = offset_in_page(start);
-	struct ib_mr *mr;
-	int ret, n;
-	u32 i;
+	int reused, n;
+	u64 page_size;
+	u32 nents, i;
 
-	mr = ib_alloc_mr(job->pd, IB_MR_TYPE_MEM_REG, npages);
-	if (IS_ERR(mr))
-		return mr;
-	sg_init_table(sgl, npages);
-	for (i = 0; i < npages; i++) {
-		sg_dma_address(&sgl[i]) = e->dma[first + i];
-		sg_dma_len(&sgl[i]) = PAGE_SIZE;
+	page_size = rv_mr_frwr_page_size(e, job, first, npages, start);
+	if (page_size == PAGE_SIZE) {
+		nents = npages;
+		sg_init_table(sgl, nents);
+		for (i = 0; i < nents; i++) {
+			sg_dma_address(&sgl[i]) = e->dma[first + i];
+			sg_dma_len(&sgl[i]) = PAGE_SIZE;
+		}
+	} else {
+		nents = 1;
+		sg_init_table(sgl, nents);
+		sg_dma_address(sgl) = e->dma[first];
+		sg_dma_len(sgl) = npages * PAGE_SIZE;
 	}
 	/* A peer may not write past the chunk into its last page. */
-	sg_dma_len(&sgl[npages - 1]) = offset_in_page(last) + 1;
-	n = ib_map_mr_sg(mr, sgl, npages, &sg_offset, PAGE_SIZE);
-	if (n != npages) {
-		ret = n < 0 ? n : -EINVAL;
-		goto out_dereg;
-	}
-	mr->iova = start;
-	return mr;
+	sg_dma_len(&sgl[nents - 1]) -= PAGE_SIZE - 1 - offset_in_page(last);
 
-out_dereg:
-	ib_dereg_mr(mr);
-	return ERR_PTR(ret);
+	reused = rv_mr_get_frmr(e->cache,
+				page_size == PAGE_SIZE ? npages : 1, frmr);
+	if (reused < 0)
+		return reused;
+	n = ib_map_mr_sg(frmr->mr, sgl, nents, &sg_offset, page_size);
+	if (n != nents) {
+		rv_mr_put_frmrs(e->cache, frmr, 1, false);
+		return n < 0 ? n : -EINVAL;
+	}
+	frmr->mr->iova = start;
+	return reused;
 }
 
 /*
  * Give a pinned remote-access registration its rkeys, one MR per key
- * chunk, registered together.  On error the MRs made so far stay in @e
- * for rv_mr_unmap().
+ * chunk, registered together.  On error nothing is left in @e.
  */
 static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 {
 	u32 max_pages = min_t(u64, e->npages,
 			      BIT_ULL(e->key_shift - PAGE_SHIFT));
 	struct scatterlist *sgl;
-	struct ib_mr *mr;
 	u64 start, last;
+	u32 nr = 0;
 	int ret = 0;
-	u32 i;
 
 	e->frmrs = kcalloc(nr_keys, sizeof(*e->frmrs), GFP_KERNEL_ACCOUNT);
 	if (!e->frmrs)
 		return -ENOMEM;
 	/* One scatterlist for every chunk: the MRs keep no pointer to it. */
 	sgl = kvmalloc_array(max_pages, sizeof(*sgl), GFP_KERNEL);
-	if (!sgl)
-		return -ENOMEM;
-	for (i = 0; i < nr_keys; i++) {
-		rv_mr_key_chunk(e, i, &start, &last);
-		mr = rv_mr_frwr_chunk(e, job, start, last, sgl);
-		if (IS_ERR(mr)) {
-			ret = PTR_ERR(mr);
+	if (!sgl) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (; nr < nr_keys; nr++) {
+		rv_mr_key_chunk(e, nr, &start, &last);
+		ret = rv_mr_frwr_chunk(e, job, start, last, sgl,
+				       &e->frmrs[nr]);
+		if (ret < 0)
 			break;
-		}
-		e->frmrs[i] = mr;
-		e->nr_frmrs = i + 1;
+		e->nr_reused += ret;
+		ret = 0;
 	}
 	kvfree(sgl);
-	return ret ?: rv_frwr_register(job, e->frmrs, nr_keys,
+	if (!ret)
+		ret = rv_frwr_register(job, e->frmrs, nr_keys,
 				       rv_mr_ib_access(e->access));
+	if (!ret) {
+		e->nr_frmrs = nr_keys;
+		return 0;
+	}
+	rv_mr_put_frmrs(e->cache, e->frmrs, nr, false);
+	e->nr_reused = 0;
+out_free:
+	kfree(e->frmrs);
+	e->frmrs = NULL;
+	return ret;
 }
 
 /* Pin and map @e's pages for the device: see the top of this file. */
@@ -807,6 +933,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 			if (e->frmrs) {
 				s->fast_regs++;
 				s->fast_reg_keys += e->nr_frmrs;
+				s->fast_reg_reused += e->nr_reused;
 			}
 			rv_mr_get_user(cache, e);
 			trace_rv_mr_insert(e);
@@ -862,8 +989,8 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	first = (cmd->addr >> e->key_shift) - (e->it.start >> e->key_shift);
 	nr_keys = rv_mr_nr_keys(cmd->addr, cmd->addr + cmd->length - 1,
 				e->key_shift);
-	cmd->lkey = e->frmrs[first]->lkey;
-	cmd->rkey = e->frmrs[first]->rkey;
+	cmd->lkey = e->frmrs[first].mr->lkey;
+	cmd->rkey = e->frmrs[first].mr->rkey;
 	cmd->rkey_shift = e->key_shift;
 	if (nr_keys > cmd->nr_rkeys) {
 		cmd->nr_rkeys = nr_keys;
@@ -871,7 +998,7 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	}
 	cmd->nr_rkeys = nr_keys;
 	for (i = 0; i < nr_keys; i++)
-		if (put_user(e->frmrs[first + i]->rkey, &ukeys[i]))
+		if (put_user(e->frmrs[first + i].mr->rkey, &ukeys[i]))
 			return -EFAULT;
 	return 0;
 }

@@ -11,11 +11,28 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+struct ib_mr;
 struct ib_sge;
 struct ib_umem;
 struct rv_job;
 struct rv_file;
 struct rv_ucmd;
+
+/**
+ * struct rv_frmr - a fast-registration MR (rv_frwr.c)
+ * @mr: from ib_alloc_mr(IB_MR_TYPE_MEM_REG) in the job's PD
+ * @max_pages: pages it was allocated to map
+ */
+struct rv_frmr {
+	struct ib_mr *mr;
+	u32 max_pages;
+};
+
+/*
+ * Invalidated MRs a file keeps for its next registrations, so that a
+ * cache miss maps and registers MRs instead of also allocating them.
+ */
+#define RV_MR_POOL_MRS	32
 
 /*
  * Life of a cache entry:
@@ -47,6 +64,7 @@ enum rv_mr_state {
  *	@umem, one per key chunk (rv_mr_key_chunk()); NULL for local-only
  *	registrations, and once deregistered
  * @nr_frmrs: entries in @frmrs
+ * @nr_reused: of @frmrs, MRs that came from the cache's pool
  * @key_shift: log2 of the bytes of address space one key chunk covers
  * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
  * @length: bytes registered
@@ -66,8 +84,9 @@ struct rv_mr_entry {
 	struct ib_umem *umem;
 	dma_addr_t *dma;
 	u32 npages;
-	struct ib_mr **frmrs;
+	struct rv_frmr *frmrs;
 	u32 nr_frmrs;
+	u32 nr_reused;
 	u8 key_shift;
 	struct list_head lru;
 	u64 length;
@@ -80,9 +99,9 @@ struct rv_mr_entry {
 
 /**
  * struct rv_mr_cache - the MR cache of one file
- * @lock: protects @tree, @lru, @dead, @closing, @stats and the entries'
- *	mutable fields; a spinlock because the MMU notifier takes it from
- *	contexts that cannot sleep.  Stores to @handles happen under it too,
+ * @lock: protects @tree, @lru, @dead, @closing, @stats, @pool and the
+ *	entries' mutable fields; a spinlock because the MMU notifier takes
+ *	it from contexts that cannot sleep.  Stores to @handles happen under it too,
  *	so a lookup under @lock sees a consistent entry.
  * @tree: CACHED entries by address range
  * @lru: CACHED entries nobody uses, most recently used first
@@ -94,6 +113,9 @@ struct rv_mr_entry {
  *	around every pin/registration and release so device removal sees
  *	each entry's MRs and pages either in @handles or gone
  * @stats: the figures MR_STATS reports (size and flags unused)
+ * @pool: fast-registration MRs of freed entries, invalidated by a
+ *	completed IB_WR_LOCAL_INV and ready to be mapped again; @pool_len
+ *	of them
  *
  * Lock order: rv_file.lock -> rv_device.rwsem -> @lock -> @handles' lock.
  * The MMU notifier takes only @lock (it runs under mmap_lock and other
@@ -110,6 +132,8 @@ struct rv_mr_cache {
 	bool closing;
 	struct rv_job *job;
 	struct rv_mr_stats stats;
+	u32 pool_len;
+	struct rv_frmr pool[RV_MR_POOL_MRS];
 };
 
 void rv_mr_cache_init(struct rv_mr_cache *cache);

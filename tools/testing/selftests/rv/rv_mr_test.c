@@ -920,6 +920,63 @@ TEST_F(mr, rkey_chunks)
 	munmap(area, 4 * chunk);
 }
 
+/*
+ * Freed remote registrations leave their MRs in the file's pool,
+ * invalidated, up to 32: the next misses register those again.  A
+ * reused MR keeps its index (the key's upper 24 bits) but never its key,
+ * so a peer's key of the freed registration matches nothing.
+ */
+TEST_F(mr, frwr_pool)
+{
+	uint32_t old_keys[40], new_keys[40];
+	struct rv_mr_stats s0, s1;
+	struct rv_reg_mem r;
+	struct rv_evict e;
+	unsigned int same_index = 0;
+	int i, h;
+
+	/* 40 single-key registrations of a page each. */
+	for (i = 0; i < 40; i++) {
+		h = reg_mem(self->rv, self->buf + i * 64 * KiB, 4 * KiB, ACC_RW,
+			    &r);
+		ASSERT_GT(h, 0) TH_LOG("reg %d: %s", i, strerror(-h));
+		ASSERT_EQ(1, r.nr_rkeys);
+		old_keys[i] = r.rkey;
+		ASSERT_EQ(0, rv_dereg_mem(self->rv, h));
+	}
+	s0 = stats_of(self->rv);
+	/* EVICT frees at once: 32 MRs are pooled, 8 deregistered. */
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, U64(self->buf),
+			   self->buf_len, 0, 0, 0, &e));
+	ASSERT_EQ(40, e.freed_entries);
+	for (i = 0; i < 40; i++) {
+		h = reg_mem(self->rv, self->buf + i * 64 * KiB, 4 * KiB, ACC_RW,
+			    &r);
+		ASSERT_GT(h, 0);
+		new_keys[i] = r.rkey;
+		ASSERT_EQ(0, rv_dereg_mem(self->rv, h));
+	}
+	s1 = stats_of(self->rv);
+	EXPECT_EQ(40, s1.fast_regs - s0.fast_regs);
+	EXPECT_EQ(32, s1.fast_reg_reused - s0.fast_reg_reused);
+	/* No key of the freed registrations is handed out again. */
+	for (i = 0; i < 40; i++) {
+		int j;
+
+		for (j = 0; j < 40; j++) {
+			EXPECT_NE(old_keys[j], new_keys[i]);
+			same_index += old_keys[j] >> 8 == new_keys[i] >> 8;
+		}
+	}
+	EXPECT_GE(same_index, 32);
+	/* Close with the pool full: rv_close() must deregister it (kmemleak
+	 * and the VM's leak checks see what it forgets).
+	 */
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_RANGE, U64(self->buf),
+			   self->buf_len, 0, 0, 0, &e));
+	EXPECT_EQ(40, e.freed_entries);
+}
+
 /* Thousands of register/evict cycles: keys are recycled, nothing fails. */
 TEST_F(mr, many_cycles)
 {
