@@ -97,10 +97,17 @@ struct rv_job_params {
 	u32 heartbeat_ms;
 };
 
+/*
+ * Send queue entries of the registration QP: the work requests of one
+ * batch, posted as a chain with only the last signaled, so that a
+ * registration of many key chunks waits once per batch.
+ */
+#define RV_FRWR_SQ_DEPTH	32
+
 /**
  * struct rv_frwr_qp - a job's QP for fast registration (rv_frwr.c)
- * @lock: protects @cq, @qp and @key, and serialises the work requests,
- *	each batch waited for under it
+ * @lock: protects @cq, @qp, @key and @wrs, and serialises the work
+ *	requests, each batch waited for under it
  * @cq: completions of @qp; NULL with @qp
  * @qp: RC QP in RTS, connected to itself; NULL until the first
  *	registration and after an error
@@ -109,6 +116,7 @@ struct rv_job_params {
  *	request of a batch, or an unsignaled one that failed)
  * @status: work completion status of the last completion
  * @key: key byte the next registration gives its MR
+ * @wrs: the work requests of the batch being posted
  */
 struct rv_frwr_qp {
 	struct mutex lock; /* see above */
@@ -118,6 +126,10 @@ struct rv_frwr_qp {
 	struct completion done;
 	int status;
 	u8 key;
+	union {
+		struct ib_reg_wr reg[RV_FRWR_SQ_DEPTH];
+		struct ib_send_wr inv[RV_FRWR_SQ_DEPTH];
+	} wrs;
 };
 
 /**

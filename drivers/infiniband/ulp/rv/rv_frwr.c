@@ -35,13 +35,6 @@
  */
 #define RV_FRWR_TIMEOUT_MS	2000
 
-/*
- * Send queue entries of the registration QP: the work requests of one
- * batch, posted as a chain with only the last signaled, so that a
- * registration of many key chunks waits once per batch.
- */
-#define RV_FRWR_SQ_DEPTH	32
-
 static void rv_frwr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rv_frwr_qp *f = container_of(wc->wr_cqe, struct rv_frwr_qp,
@@ -262,11 +255,11 @@ static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
 	return 0;
 }
 
-/* Post @n registrations as one chain and wait.  @wrs has room for @n. */
+/* Post @n (at most RV_FRWR_SQ_DEPTH) registrations as one chain; wait. */
 static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
-			     struct ib_reg_wr *wrs, struct rv_frmr *frmrs,
-			     u32 n, int ib_access)
+			     struct rv_frmr *frmrs, u32 n, int ib_access)
 {
+	struct ib_reg_wr *wrs = f->wrs.reg;
 	struct ib_mr *mr;
 	u32 i;
 
@@ -286,11 +279,11 @@ static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
 	return rv_frwr_post_wait(job, f, &wrs[0].wr, "fast registration");
 }
 
-/* Post @n invalidations as one chain and wait.  @wrs has room for @n. */
+/* Post @n (at most RV_FRWR_SQ_DEPTH) invalidations as one chain; wait. */
 static int rv_frwr_inv_batch(struct rv_job *job, struct rv_frwr_qp *f,
-			     struct ib_send_wr *wrs, struct rv_frmr *frmrs,
-			     u32 n)
+			     struct rv_frmr *frmrs, u32 n)
 {
+	struct ib_send_wr *wrs = f->wrs.inv;
 	u32 i;
 
 	memset(wrs, 0, n * sizeof(*wrs));
@@ -340,23 +333,17 @@ int rv_frwr_alloc_mr(struct rv_job *job, u32 pages, struct rv_frmr *frmr)
 u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
 {
 	struct rv_frwr_qp *f = &job->frwr;
-	struct ib_send_wr *wrs;
 	u32 done, n;
 
-	wrs = kcalloc(min_t(u32, nr_mrs, RV_FRWR_SQ_DEPTH), sizeof(*wrs),
-		      GFP_KERNEL);
-	if (!wrs)
-		return 0;
 	mutex_lock(&f->lock);
 	for (done = 0; f->qp && done < nr_mrs; done += n) {
 		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
-		if (rv_frwr_inv_batch(job, f, wrs, frmrs + done, n)) {
+		if (rv_frwr_inv_batch(job, f, frmrs + done, n)) {
 			rv_frwr_qp_destroy(f);
 			break;
 		}
 	}
 	mutex_unlock(&f->lock);
-	kfree(wrs);
 	return done;
 }
 
@@ -371,8 +358,8 @@ u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
  * registration of the same MR cannot use this one), posts their
  * IB_WR_REG_MR on the job's registration QP in chains of
  * RV_FRWR_SQ_DEPTH and waits for each chain, at most RV_FRWR_TIMEOUT_MS
- * each.  Caller holds the device's rwsem for read.  Returns 0, -ENOMEM,
- * -EIO (the device failed a work request), -ETIMEDOUT, or the error of
+ * each.  Caller holds the device's rwsem for read.  Returns 0, -EIO (the
+ * device failed a work request), -ETIMEDOUT, or the error of
  * building the QP or posting.  On error the device is done with the MRs:
  * the caller deregisters them.
  */
@@ -380,14 +367,9 @@ int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 		     int ib_access)
 {
 	struct rv_frwr_qp *f = &job->frwr;
-	struct ib_reg_wr *wrs;
 	u32 done, n;
 	int ret = 0;
 
-	wrs = kcalloc(min_t(u32, nr_mrs, RV_FRWR_SQ_DEPTH), sizeof(*wrs),
-		      GFP_KERNEL);
-	if (!wrs)
-		return -ENOMEM;
 	mutex_lock(&f->lock);
 	if (!f->qp) {
 		ret = rv_frwr_qp_create(job, f);
@@ -396,8 +378,7 @@ int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 	}
 	for (done = 0; done < nr_mrs; done += n) {
 		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
-		ret = rv_frwr_reg_batch(job, f, wrs, frmrs + done, n,
-					ib_access);
+		ret = rv_frwr_reg_batch(job, f, frmrs + done, n, ib_access);
 		if (ret) {
 			/* The QP is in error or stuck: the device must be
 			 * done with the MRs before they are deregistered.
@@ -408,6 +389,5 @@ int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 	}
 out_unlock:
 	mutex_unlock(&f->lock);
-	kfree(wrs);
 	return ret;
 }

@@ -188,16 +188,12 @@ static void rv_mr_unmap(struct rv_mr_entry *e)
 	/* The rkeys die before the pages behind them are unpinned. */
 	if (e->nr_frmrs)
 		rv_mr_put_frmrs(e->cache, e->frmrs, e->nr_frmrs, true);
-	kfree(e->frmrs);
-	e->frmrs = NULL;
 	e->nr_frmrs = 0;
 	e->nr_reused = 0;
 	if (e->umem) {
 		ib_umem_release(e->umem);
 		e->umem = NULL;
 	}
-	kvfree(e->dma);
-	e->dma = NULL;
 }
 
 /*
@@ -218,7 +214,7 @@ static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 		spin_lock(&cache->lock);
 		xa_erase(&cache->handles, e->handle);
 		spin_unlock(&cache->lock);
-		kfree(e);
+		kvfree(e);
 	}
 }
 
@@ -234,7 +230,6 @@ static void rv_mr_free_work(struct work_struct *work)
 	list_splice_init(&cache->dead, &list);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &list);
-	rv_mr_pool_drain(cache);
 	up_read(&dev->rwsem);
 }
 
@@ -352,6 +347,9 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	rv_mr_free_list(cache, &list);
 	rv_mr_pool_drain(cache);
 	up_read(&dev->rwsem);
+	kvfree(cache->sgl);
+	cache->sgl = NULL;
+	cache->sgl_len = 0;
 
 	WARN_ON(!xa_empty(&cache->handles));
 	xa_destroy(&cache->handles);
@@ -379,17 +377,18 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 		spin_lock(&cache->lock);
 		frmrs = e->frmrs;
 		nr_frmrs = e->nr_frmrs;
-		e->frmrs = NULL;
 		e->nr_frmrs = 0;
 		umem = e->umem;
 		e->umem = NULL;
 		if (e->state == RV_MR_CACHED)
 			rv_mr_retire(cache, e);
 		spin_unlock(&cache->lock);
-		/* Writes read ->dma only under the rwsem we hold for write. */
+		/*
+		 * Writes read ->dma only under the rwsem we hold for write,
+		 * which also keeps @e from being freed.
+		 */
 		for (i = 0; i < nr_frmrs; i++)
 			ib_dereg_mr(frmrs[i].mr);
-		kfree(frmrs);
 		if (umem)
 			ib_umem_release(umem);
 	}
@@ -651,46 +650,38 @@ static int rv_mr_check_vmas(u64 addr, u64 length, bool writable)
 }
 
 /*
- * Pin and DMA-map a local-only registration, keeping each page's DMA
- * address so that a write finds its SGEs without walking a scatterlist.
+ * Pin and DMA-map a registration, keeping each page's DMA address so that
+ * a write finds its SGEs without walking a scatterlist.
  */
 static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
 {
 	struct ib_umem *umem;
 	struct scatterlist *sg;
-	size_t npages, i = 0;
 	dma_addr_t dma, end;
 	unsigned int j;
+	u32 i = 0;
 
 	umem = ib_umem_get(ibdev, e->it.start, e->length,
 			   rv_mr_ib_access(e->access));
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
-	npages = ib_umem_num_dma_blocks(umem, PAGE_SIZE);
-	e->dma = kvmalloc_array(npages, sizeof(*e->dma), GFP_KERNEL_ACCOUNT);
-	if (!e->dma) {
-		ib_umem_release(umem);
-		return -ENOMEM;
-	}
 	/*
 	 * The umem's entries are whole pages, the first one holding
-	 * @e->it.start: exactly @npages of them (a plain loop, as
+	 * @e->it.start: exactly @e->npages of them (a plain loop, as
 	 * rdma_umem_for_each_dma_block() costs a call per page).
 	 */
 	for_each_sgtable_dma_sg(&umem->sgt_append.sgt, sg, j) {
 		dma = sg_dma_address(sg);
 		end = dma + sg_dma_len(sg);
-		for (; dma < end && i < npages; dma += PAGE_SIZE)
+		for (; dma < end && i < e->npages; dma += PAGE_SIZE)
 			e->dma[i++] = dma;
 	}
-	if (WARN_ON_ONCE(i != npages)) {
-		kvfree(e->dma);
-		e->dma = NULL;
+	if (WARN_ON_ONCE(i != e->npages ||
+			 ib_umem_num_dma_blocks(umem, PAGE_SIZE) != i)) {
 		ib_umem_release(umem);
 		return -EFAULT;
 	}
 	e->umem = umem;
-	e->npages = npages;
 	return 0;
 }
 
@@ -711,26 +702,52 @@ static void rv_mr_key_chunk(const struct rv_mr_entry *e, u32 i, u64 *start,
 }
 
 /*
- * The FRWR page size for pages [@first, @first + @npages) of @e starting
- * at user address @start: the key chunk's size when those pages are one
- * DMA-contiguous run at the same offset in a chunk-aligned block as the
- * user addresses (a transparent huge page, say) and the device takes
- * that page size, so the MR maps one page; else PAGE_SIZE.
+ * Fill @sgl with pages [@first, @first + @npages) of @e as DMA-contiguous
+ * runs (of at most 1 GiB: sg_dma_len() is 32 bits) and return how many
+ * entries that took.  Only those entries are initialised.
  */
-static u64 rv_mr_frwr_page_size(const struct rv_mr_entry *e,
-				struct rv_job *job, u32 first, u32 npages,
-				u64 start)
+static u32 rv_mr_chunk_sgl(const struct rv_mr_entry *e, u32 first,
+			   u32 npages, struct scatterlist *sgl)
 {
-	u64 chunk = BIT_ULL(e->key_shift);
-	dma_addr_t dma = e->dma[first];
+	const dma_addr_t *dma = &e->dma[first];
+	struct scatterlist *sg = sgl;
 	u32 i;
 
-	if (npages < 2 || !(job->dev->ibdev->attrs.page_size_cap & chunk) ||
+	memset(sg, 0, sizeof(*sg));
+	sg_dma_address(sg) = dma[0];
+	sg_dma_len(sg) = PAGE_SIZE;
+	for (i = 1; i < npages; i++) {
+		if (dma[i] == sg_dma_address(sg) + sg_dma_len(sg) &&
+		    sg_dma_len(sg) < SZ_1G) {
+			sg_dma_len(sg) += PAGE_SIZE;
+			continue;
+		}
+		sg++;
+		memset(sg, 0, sizeof(*sg));
+		sg_dma_address(sg) = dma[i];
+		sg_dma_len(sg) = PAGE_SIZE;
+	}
+	sg_mark_end(sg);
+	return sg - sgl + 1;
+}
+
+/*
+ * The FRWR page size of a chunk's part starting at user address @start
+ * and mapped by @nents runs from @dma: the key chunk's size when the part
+ * is one run at the same offset in a chunk-aligned block as the user
+ * addresses (a transparent huge page, say) and the device takes that page
+ * size, so the MR maps one page; else PAGE_SIZE.
+ */
+static u64 rv_mr_frwr_page_size(const struct rv_mr_entry *e,
+				struct rv_job *job, u32 nents,
+				dma_addr_t dma, u64 start)
+{
+	u64 chunk = BIT_ULL(e->key_shift);
+
+	if (nents != 1 || chunk > SZ_1G ||
+	    !(job->dev->ibdev->attrs.page_size_cap & chunk) ||
 	    (dma & (chunk - 1)) != (start & (chunk - 1) & PAGE_MASK))
 		return PAGE_SIZE;
-	for (i = 1; i < npages; i++)
-		if (e->dma[first + i] != dma + (u64)i * PAGE_SIZE)
-			return PAGE_SIZE;
 	return chunk;
 }
 
@@ -749,22 +766,10 @@ static int rv_mr_frwr_chunk(const struct rv_mr_entry *e, struct rv_job *job,
 	unsigned int sg_offset = offset_in_page(start);
 	int reused, n;
 	u64 page_size;
-	u32 nents, i;
+	u32 nents;
 
-	page_size = rv_mr_frwr_page_size(e, job, first, npages, start);
-	if (page_size == PAGE_SIZE) {
-		nents = npages;
-		sg_init_table(sgl, nents);
-		for (i = 0; i < nents; i++) {
-			sg_dma_address(&sgl[i]) = e->dma[first + i];
-			sg_dma_len(&sgl[i]) = PAGE_SIZE;
-		}
-	} else {
-		nents = 1;
-		sg_init_table(sgl, nents);
-		sg_dma_address(sgl) = e->dma[first];
-		sg_dma_len(sgl) = npages * PAGE_SIZE;
-	}
+	nents = rv_mr_chunk_sgl(e, first, npages, sgl);
+	page_size = rv_mr_frwr_page_size(e, job, nents, e->dma[first], start);
 	/* A peer may not write past the chunk into its last page. */
 	sg_dma_len(&sgl[nents - 1]) -= PAGE_SIZE - 1 - offset_in_page(last);
 
@@ -782,6 +787,27 @@ static int rv_mr_frwr_chunk(const struct rv_mr_entry *e, struct rv_job *job,
 }
 
 /*
+ * The cache's scratch scatterlist with room for @ents entries; a larger
+ * one than RV_MR_SGL_KEEP entries is not kept (the caller frees it).
+ */
+#define RV_MR_SGL_KEEP	512
+
+static struct scatterlist *rv_mr_sgl(struct rv_mr_cache *cache, u32 ents)
+{
+	struct scatterlist *sgl;
+
+	if (ents <= cache->sgl_len)
+		return cache->sgl;
+	sgl = kvmalloc_array(ents, sizeof(*sgl), GFP_KERNEL);
+	if (!sgl || ents > RV_MR_SGL_KEEP)
+		return sgl;
+	kvfree(cache->sgl);
+	cache->sgl = sgl;
+	cache->sgl_len = ents;
+	return sgl;
+}
+
+/*
  * Give a pinned remote-access registration its rkeys, one MR per key
  * chunk, registered together.  On error nothing is left in @e.
  */
@@ -794,15 +820,10 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 	u32 nr = 0;
 	int ret = 0;
 
-	e->frmrs = kcalloc(nr_keys, sizeof(*e->frmrs), GFP_KERNEL_ACCOUNT);
-	if (!e->frmrs)
-		return -ENOMEM;
 	/* One scatterlist for every chunk: the MRs keep no pointer to it. */
-	sgl = kvmalloc_array(max_pages, sizeof(*sgl), GFP_KERNEL);
-	if (!sgl) {
-		ret = -ENOMEM;
-		goto out_free;
-	}
+	sgl = rv_mr_sgl(e->cache, max_pages);
+	if (!sgl)
+		return -ENOMEM;
 	for (; nr < nr_keys; nr++) {
 		rv_mr_key_chunk(e, nr, &start, &last);
 		ret = rv_mr_frwr_chunk(e, job, start, last, sgl,
@@ -812,7 +833,8 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 		e->nr_reused += ret;
 		ret = 0;
 	}
-	kvfree(sgl);
+	if (sgl != e->cache->sgl)
+		kvfree(sgl);
 	if (!ret)
 		ret = rv_frwr_register(job, e->frmrs, nr_keys,
 				       rv_mr_ib_access(e->access));
@@ -822,9 +844,6 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 	}
 	rv_mr_put_frmrs(e->cache, e->frmrs, nr, false);
 	e->nr_reused = 0;
-out_free:
-	kfree(e->frmrs);
-	e->frmrs = NULL;
 	return ret;
 }
 
@@ -836,12 +855,11 @@ static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
 
 	if (!(e->access & RV_ACCESS_REMOTE))
 		return rv_mr_pin(e, job->pd->device);
-	e->key_shift = rv_frwr_key_shift(job);
 	if (!e->key_shift)
 		return -EOPNOTSUPP;
-	nr_keys = rv_mr_nr_keys(e->it.start, e->it.last, e->key_shift);
-	if (nr_keys > RV_MAX_REG_KEYS)
+	if (!e->frmrs)
 		return -E2BIG;
+	nr_keys = rv_mr_nr_keys(e->it.start, e->it.last, e->key_shift);
 	ret = rv_mr_pin(e, job->pd->device);
 	if (ret)
 		return ret;
@@ -849,6 +867,53 @@ static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
 	if (ret)
 		rv_mr_unmap(e);
 	return ret;
+}
+
+/*
+ * A NEW entry for [addr, addr + length), with room for the DMA address of
+ * each page and (remote access) for an MR per key chunk, in one
+ * allocation.  Room for no MR when the device has no fast registration
+ * (key_shift 0) or the keys would be too many: rv_mr_map() says which.
+ */
+static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
+				       u64 length, u32 access)
+{
+	u64 last = addr + length - 1;
+	u32 nr_keys = 0, npages;
+	struct rv_mr_entry *e;
+	u8 key_shift = 0;
+	size_t size;
+
+	if ((last >> PAGE_SHIFT) - (addr >> PAGE_SHIFT) >= U32_MAX)
+		return NULL;
+	npages = rv_mr_nr_keys(addr, last, PAGE_SHIFT);
+	size = struct_size(e, dma, npages);
+	if (access & RV_ACCESS_REMOTE) {
+		key_shift = rv_frwr_key_shift(cache->job);
+		if (key_shift)
+			nr_keys = rv_mr_nr_keys(addr, last, key_shift);
+		if (nr_keys > RV_MAX_REG_KEYS)
+			nr_keys = 0;
+		size = size_add(size, array_size(nr_keys,
+						 sizeof(struct rv_frmr)));
+	}
+	/* Only the entry itself needs zeroes: the arrays are filled first. */
+	e = kvmalloc(size, GFP_KERNEL_ACCOUNT);
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	e->cache = cache;
+	e->it.start = addr;
+	e->it.last = last;
+	e->length = length;
+	e->access = access;
+	e->state = RV_MR_NEW;
+	e->npages = npages;
+	e->key_shift = key_shift;
+	if (nr_keys)
+		e->frmrs = (struct rv_frmr *)&e->dma[npages];
+	INIT_LIST_HEAD(&e->lru);
+	return e;
 }
 
 /*
@@ -869,24 +934,23 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	int ret;
 
 	spin_lock(&cache->lock);
+	/*
+	 * Entries the MMU notifier killed go now rather than in the work
+	 * item: their pins and MRs come back before this miss pins more
+	 * (an munmap() then a registration of new memory reuses the MRs).
+	 */
+	list_splice_init(&cache->dead, &victims);
 	ret = rv_mr_make_room(cache, length, &victims);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &victims);
 	if (ret)
 		goto out_count;
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = rv_mr_alloc(cache, addr, length, access);
 	if (!e) {
 		ret = -ENOMEM;
 		goto out_count;
 	}
-	e->cache = cache;
-	e->it.start = addr;
-	e->it.last = addr + length - 1;
-	e->length = length;
-	e->access = access;
-	e->state = RV_MR_NEW;
-	INIT_LIST_HEAD(&e->lru);
 
 	ret = xa_alloc_cyclic(&cache->handles, &e->handle, e,
 			      XA_LIMIT(1, INT_MAX), &cache->next_handle,
@@ -930,7 +994,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 			s->max_entries = max(s->max_entries, s->entries);
 			s->max_bytes = max(s->max_bytes, s->bytes);
 			s->misses++;
-			if (e->frmrs) {
+			if (e->nr_frmrs) {
 				s->fast_regs++;
 				s->fast_reg_keys += e->nr_frmrs;
 				s->fast_reg_reused += e->nr_reused;
@@ -953,7 +1017,7 @@ out_erase:
 	xa_erase(&cache->handles, e->handle);
 	spin_unlock(&cache->lock);
 out_free:
-	kfree(e);
+	kvfree(e);
 out_count:
 	spin_lock(&cache->lock);
 	cache->stats.failures++;
@@ -982,7 +1046,7 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	cmd->lkey = 0;
 	cmd->rkey = 0;
 	cmd->rkey_shift = 0;
-	if (!e->frmrs || !(cmd->access & RV_ACCESS_REMOTE)) {
+	if (!e->nr_frmrs || !(cmd->access & RV_ACCESS_REMOTE)) {
 		cmd->nr_rkeys = 0;
 		return 0;
 	}

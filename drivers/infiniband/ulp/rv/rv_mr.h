@@ -58,12 +58,12 @@ enum rv_mr_state {
  * @cache: the cache it belongs to
  * @umem: the pinned, DMA-mapped pages; NULL once released (device
  *	removal)
- * @dma: DMA address of each page of @umem, from the page holding @it.start
  * @npages: entries in @dma
- * @frmrs: a remote-access registration's fast-registration MRs over
- *	@umem, one per key chunk (rv_mr_key_chunk()); NULL for local-only
- *	registrations, and once deregistered
- * @nr_frmrs: entries in @frmrs
+ * @frmrs: room for a remote-access registration's fast-registration MRs
+ *	over @umem, one per key chunk (rv_mr_key_chunk()), after @dma in
+ *	the entry's allocation; NULL without remote access
+ * @nr_frmrs: MRs in @frmrs; 0 for local-only registrations, and once
+ *	deregistered
  * @nr_reused: of @frmrs, MRs that came from the cache's pool
  * @key_shift: log2 of the bytes of address space one key chunk covers
  * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
@@ -73,16 +73,18 @@ enum rv_mr_state {
  * @state: see enum rv_mr_state
  * @user_refs: REG_MEM references not yet dropped by DEREG_MEM
  * @io_refs: references of I/O in flight
+ * @dma: DMA address of each page of @umem, from the page holding
+ *	@it.start
  *
- * Everything but @notifier, @length, @handle and @access (constant after
- * creation) is protected by @cache->lock.
+ * Everything but @notifier, @length, @handle, @access, @npages,
+ * @key_shift and @frmrs (constant after creation) is protected by
+ * @cache->lock.
  */
 struct rv_mr_entry {
 	struct interval_tree_node it;
 	struct mmu_interval_notifier notifier;
 	struct rv_mr_cache *cache;
 	struct ib_umem *umem;
-	dma_addr_t *dma;
 	u32 npages;
 	struct rv_frmr *frmrs;
 	u32 nr_frmrs;
@@ -95,20 +97,23 @@ struct rv_mr_entry {
 	enum rv_mr_state state;
 	u32 user_refs;
 	u32 io_refs;
+	dma_addr_t dma[];
 };
 
 /**
  * struct rv_mr_cache - the MR cache of one file
  * @lock: protects @tree, @lru, @dead, @closing, @stats, @pool and the
  *	entries' mutable fields; a spinlock because the MMU notifier takes
- *	it from contexts that cannot sleep.  Stores to @handles happen under it too,
- *	so a lookup under @lock sees a consistent entry.
+ *	it from contexts that cannot sleep.  Stores to @handles happen
+ *	under it too, so a lookup under @lock sees a consistent entry.
  * @tree: CACHED entries by address range
  * @lru: CACHED entries nobody uses, most recently used first
  * @dead: entries invalidated by the notifier, for @free_work to free
  * @handles: handle -> entry for every entry not yet freed
  * @free_work: deregisters @dead outside the notifier (and mmap_lock)
  * @closing: the file is closing; @free_work must not be queued again
+ * @sgl: scratch scatterlist of @sgl_len entries for the MRs of a
+ *	registration; registrations of a file are serialised by rv_file.lock
  * @job: the file's job, set at ATTACH; its device's rwsem is held (read)
  *	around every pin/registration and release so device removal sees
  *	each entry's MRs and pages either in @handles or gone
@@ -130,6 +135,8 @@ struct rv_mr_cache {
 	u32 next_handle;
 	struct work_struct free_work;
 	bool closing;
+	struct scatterlist *sgl;
+	u32 sgl_len;
 	struct rv_job *job;
 	struct rv_mr_stats stats;
 	u32 pool_len;

@@ -1637,6 +1637,38 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	*clean_tries = seq;
 }
 
+/*
+ * Register the memory mapped where M2 was, for remote writes: the miss
+ * first frees M2's entry, whose MRs went to the pool invalidated, and
+ * registers them again.  Each comes back with a new key, so the sender's
+ * writes with M2's keys must fail and leave it untouched.
+ */
+static void reg_fresh(uint8_t *fresh, uint64_t len, const struct rv_reg_mem *r2,
+		      const uint32_t *keys2)
+{
+	struct rv_mr_stats s0, s1;
+	struct rv_reg_mem r;
+	uint32_t keys[16], i, j, same = 0;
+	int h;
+
+	rv_mr_stats(C.rv, &s0);
+	h = rv_reg_mem_keys(C.rv, fresh, len, RV_ACCESS_REMOTE_WRITE, &r, keys,
+			    16);
+	if (!check(h > 0 && r.nr_rkeys == r2->nr_rkeys, "m2-fresh-reg",
+		   "%s, %u keys", strerror(-h), r.nr_rkeys))
+		return;
+	rv_mr_stats(C.rv, &s1);
+	for (i = 0; i < r.nr_rkeys; i++)
+		for (j = 0; j < r2->nr_rkeys; j++)
+			same += keys[i] == keys2[j];
+	check(s1.fast_reg_reused - s0.fast_reg_reused == r.nr_rkeys,
+	      "m2-fresh-reuses-mrs", "%llu of %u MRs from the pool",
+	      (unsigned long long)(s1.fast_reg_reused - s0.fast_reg_reused),
+	      r.nr_rkeys);
+	check(same == 0, "m2-fresh-new-keys",
+	      "%u of %u keys as M2's", same, r.nr_rkeys);
+}
+
 /* Job A's target, node1 proc 0. */
 static void errors_target(void)
 {
@@ -1747,6 +1779,7 @@ static void errors_target(void)
 			if (fresh == MAP_FAILED)
 				fresh = map_buf(len2);
 			memset(fresh, SENTINEL, len2);
+			reg_fresh(fresh, len2, &r2, keys2);
 			gone = true;
 			publish("A.m2-gone", "x\n");
 		}
