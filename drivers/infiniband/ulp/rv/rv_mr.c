@@ -732,52 +732,33 @@ static u32 rv_mr_chunk_sgl(const struct rv_mr_entry *e, u32 first,
 }
 
 /*
- * The FRWR page size of a chunk's part starting at user address @start
- * and mapped by @nents runs from @dma: the key chunk's size when the part
- * is one run at the same offset in a chunk-aligned block as the user
- * addresses (a transparent huge page, say) and the device takes that page
- * size, so the MR maps one page; else PAGE_SIZE.
- */
-static u64 rv_mr_frwr_page_size(const struct rv_mr_entry *e,
-				struct rv_job *job, u32 nents,
-				dma_addr_t dma, u64 start)
-{
-	u64 chunk = BIT_ULL(e->key_shift);
-
-	if (nents != 1 || chunk > SZ_1G ||
-	    !(job->dev->ibdev->attrs.page_size_cap & chunk) ||
-	    (dma & (chunk - 1)) != (start & (chunk - 1) & PAGE_MASK))
-		return PAGE_SIZE;
-	return chunk;
-}
-
-/*
  * A fast-registration MR over the pinned pages of [start, last], part of
  * @e: exactly those bytes, iova == the user address.  Mapped through @sgl
  * (room for a chunk's pages), not yet registered: 1 if the MR came from
  * the pool, 0 if new, or an error (nothing left in @frmr).
  */
-static int rv_mr_frwr_chunk(const struct rv_mr_entry *e, struct rv_job *job,
-			    u64 start, u64 last, struct scatterlist *sgl,
-			    struct rv_frmr *frmr)
+static int rv_mr_frwr_chunk(const struct rv_mr_entry *e, u64 start, u64 last,
+			    struct scatterlist *sgl, struct rv_frmr *frmr)
 {
 	u32 first = (start >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT);
 	u32 npages = (last >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
 	unsigned int sg_offset = offset_in_page(start);
 	int reused, n;
-	u64 page_size;
 	u32 nents;
 
 	nents = rv_mr_chunk_sgl(e, first, npages, sgl);
-	page_size = rv_mr_frwr_page_size(e, job, nents, e->dma[first], start);
 	/* A peer may not write past the chunk into its last page. */
 	sg_dma_len(&sgl[nents - 1]) -= PAGE_SIZE - 1 - offset_in_page(last);
 
-	reused = rv_mr_get_frmr(e->cache,
-				page_size == PAGE_SIZE ? npages : 1, frmr);
+	reused = rv_mr_get_frmr(e->cache, npages, frmr);
 	if (reused < 0)
 		return reused;
-	n = ib_map_mr_sg(frmr->mr, sgl, nents, &sg_offset, page_size);
+	/*
+	 * PAGE_SIZE pages even where a run would fit a larger page: a
+	 * driver may ignore the page size (vmw_pvrdma registers every MR
+	 * with PAGE_SHIFT), which would misplace the data silently.
+	 */
+	n = ib_map_mr_sg(frmr->mr, sgl, nents, &sg_offset, PAGE_SIZE);
 	if (n != nents) {
 		rv_mr_put_frmrs(e->cache, frmr, 1, false);
 		return n < 0 ? n : -EINVAL;
@@ -826,8 +807,7 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 		return -ENOMEM;
 	for (; nr < nr_keys; nr++) {
 		rv_mr_key_chunk(e, nr, &start, &last);
-		ret = rv_mr_frwr_chunk(e, job, start, last, sgl,
-				       &e->frmrs[nr]);
+		ret = rv_mr_frwr_chunk(e, start, last, sgl, &e->frmrs[nr]);
 		if (ret < 0)
 			break;
 		e->nr_reused += ret;
