@@ -18,6 +18,12 @@
  * depends on udata or on a driver's reg_user_mr (which irdma and hns do
  * not support for kernel callers, see Documentation/rv-drivers.rst).
  *
+ * A miss is on the critical path of every new buffer, so it allocates
+ * once (the entry with its DMA addresses and MR slots) and takes MRs from
+ * the file's pool: a freed entry's MRs are invalidated (IB_WR_LOCAL_INV,
+ * completed before its pages are unpinned) and kept for the next misses,
+ * which map and register them again under a new key byte.
+ *
  * Every byte must be mapped with read access (and write access when the
  * device may write): on 6.1, ib_umem_get() forces read-only pins, so
  * without this a PROT_NONE page would be pinned and readable by the
@@ -42,7 +48,6 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <rdma/ib_umem.h>
-#include <rdma/iter.h>
 
 #define RV_ACCESS_REMOTE (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)
 #define RV_ACCESS_ALL (RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE)
