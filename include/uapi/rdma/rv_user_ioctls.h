@@ -277,7 +277,8 @@ struct rv_attach {
  *  EFAULT   part of the range is not mapped, or mapped without the
  *           access above (PROT_NONE, read-only for a writable request)
  *  ENOMEM   pinning would exceed RLIMIT_MEMLOCK (also when it is 0 and the
- *           caller lacks CAP_IPC_LOCK), or out of memory
+ *           caller lacks CAP_IPC_LOCK), out of memory, or (remote access)
+ *           the device could not give the job's registration QP
  *  ENOSPC   the request cannot fit under the cache limit even after
  *           evicting every unused entry
  *  ENODEV   the device was removed

@@ -358,9 +358,9 @@ u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
  * registration of the same MR cannot use this one), posts their
  * IB_WR_REG_MR on the job's registration QP in chains of
  * RV_FRWR_SQ_DEPTH and waits for each chain, at most RV_FRWR_TIMEOUT_MS
- * each.  Caller holds the device's rwsem for read.  Returns 0, -EIO (the
- * device failed a work request), -ETIMEDOUT, or the error of
- * building the QP or posting.  On error the device is done with the MRs:
+ * each.  Caller holds the device's rwsem for read.  Returns 0, -ENOMEM
+ * (no registration QP), -EIO (the device failed a work request),
+ * -ETIMEDOUT, or the error of posting.  On error the device is done with the MRs:
  * the caller deregisters them.
  */
 int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
@@ -373,8 +373,17 @@ int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 	mutex_lock(&f->lock);
 	if (!f->qp) {
 		ret = rv_frwr_qp_create(job, f);
-		if (ret)
+		if (ret) {
+			/*
+			 * Whatever the driver said (rxe: ENFILE when its
+			 * QP's socket cannot be allocated), the caller sees
+			 * a device out of resources.
+			 */
+			pr_warn_ratelimited("job%u: no registration QP: %d\n",
+					    job->id, ret);
+			ret = -ENOMEM;
 			goto out_unlock;
+		}
 	}
 	for (done = 0; done < nr_mrs; done += n) {
 		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
