@@ -270,7 +270,8 @@ static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
 		wrs[i].wr.wr_cqe = &f->cqe;
 		wrs[i].wr.opcode = IB_WR_REG_MR;
 		wrs[i].wr.next = i + 1 < n ? &wrs[i + 1].wr : NULL;
-		ib_update_fast_reg_key(mr, ++f->key);
+		/* Per MR: its last key comes back after 256 of its own. */
+		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 		wrs[i].mr = mr;
 		wrs[i].key = mr->rkey;
 		wrs[i].access = ib_access;
@@ -354,8 +355,8 @@ u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
  * @nr_mrs: entries of @frmrs, at least 1
  * @ib_access: IB_ACCESS_* they grant
  *
- * Gives each MR a fresh key byte (a peer holding a key of an earlier
- * registration of the same MR cannot use this one), posts their
+ * Gives each MR its next key byte (a peer holding a key of one of the
+ * MR's last 255 registrations cannot use this one), posts their
  * IB_WR_REG_MR on the job's registration QP in chains of
  * RV_FRWR_SQ_DEPTH and waits for each chain, at most RV_FRWR_TIMEOUT_MS
  * each.  Caller holds the device's rwsem for read.  Returns 0, -ENOMEM
