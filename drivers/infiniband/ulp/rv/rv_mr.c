@@ -153,7 +153,8 @@ static void rv_mr_put_frmrs(struct rv_mr_cache *cache, struct rv_frmr *frmrs,
 
 	if (registered) {
 		spin_lock(&cache->lock);
-		room = RV_MR_POOL_MRS - cache->pool_len;
+		/* A closing file deregisters its pool right after. */
+		room = cache->closing ? 0 : RV_MR_POOL_MRS - cache->pool_len;
 		spin_unlock(&cache->lock);
 		if (room)
 			valid = rv_frwr_invalidate(cache->job, frmrs,
