@@ -121,7 +121,7 @@ bool rv_ring_post(struct rv_ring *ring, const struct rv_event *ev)
 	posted = true;
 out_unlock:
 	spin_unlock_irqrestore(&ring->lock, flags);
-	/* Pairs with the barrier in the waiter's prepare_to_wait(). */
+	/* wq_has_sleeper()'s barrier pairs with the one in rv_ring_poll(). */
 	if (posted && wq_has_sleeper(&ring->wait))
 		wake_up_interruptible(&ring->wait);
 	return posted;
@@ -153,6 +153,13 @@ __poll_t rv_ring_poll(struct rv_ring *ring, struct file *filp,
 	u32 consumer;
 
 	poll_wait(filp, &ring->wait, wait);
+	/*
+	 * Queued before the producer is read, or a post in between would
+	 * see no sleeper while this sees no event, and poll() would sleep
+	 * with an event pending.  Pairs with wq_has_sleeper() in
+	 * rv_ring_post().
+	 */
+	smp_mb();
 	consumer = READ_ONCE(*ring->consumer);
 	return READ_ONCE(ring->producer) != consumer ?
 	       EPOLLIN | EPOLLRDNORM : 0;
