@@ -17,7 +17,8 @@
 #
 # Environment: BENCH_SIZES (default 4K,16K,64K,256K,1M,4M,8M),
 # BENCH_SECONDS per bw point (default 3), BENCH_LAT_ITERS (default 1000),
-# BENCH_OUT (default build/vm/bench-write/<time>).
+# BENCH_CONNS, the num_conn values of the batched bw runs (default
+# "1 4 16"), BENCH_OUT (default build/vm/bench-write/<time>).
 #
 # Units: MB/s = 10^6 bytes/s everywhere in the table; perftest prints
 # MiB/s (2^20), converted here.  rv's bw is measured on the sender from the
@@ -31,6 +32,7 @@ set -euo pipefail
 SIZES=${BENCH_SIZES:-4K,16K,64K,256K,1M,4M,8M}
 SECONDS_PER_POINT=${BENCH_SECONDS:-3}
 LAT_ITERS=${BENCH_LAT_ITERS:-1000}
+CONNS=${BENCH_CONNS:-1 4 16}
 
 # "4K" -> 4096
 to_bytes() {
@@ -63,7 +65,12 @@ perf_client() {
 # Each line: kind args...
 steps() {
 	local nc size
-	for nc in 1 4 16; do
+	# perftest's bandwidth first: the baseline of every ratio, so a test
+	# bed that loses its link later (see the README) still has it.
+	for size in ${SIZES//,/ }; do
+		echo "pbw $(to_bytes "$size")"
+	done
+	for nc in $CONNS; do
 		echo "rvbw -C $nc"
 	done
 	echo "rvbw -C 4 --single"
@@ -73,9 +80,6 @@ steps() {
 	echo "rvlat -C 4 --sleep"
 	echo "rvlat -C 4 --single --sleep"
 	echo "plat"
-	for size in ${SIZES//,/ }; do
-		echo "pbw $(to_bytes "$size")"
-	done
 }
 
 # rxe's port counters, "name value" per line.
@@ -165,7 +169,7 @@ out=${BENCH_OUT:-$repo/build/vm/bench-write/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 rc=0
 "$here/rv-vm" run --nodes 2 --timeout 1200 --out "$out/vm" "$@" -- \
-	"BENCH_SIZES=$SIZES BENCH_SECONDS=$SECONDS_PER_POINT BENCH_LAT_ITERS=$LAT_ITERS $here/bench-write.sh" ||
+	"BENCH_SIZES=$SIZES BENCH_SECONDS=$SECONDS_PER_POINT BENCH_LAT_ITERS=$LAT_ITERS BENCH_CONNS='$CONNS' $here/bench-write.sh" ||
 	rc=$?
 node0=$out/vm/node0.out
 cp "$node0" "$out/node0.out" 2>/dev/null || true
