@@ -106,7 +106,7 @@ struct rv_job_params {
 
 /**
  * struct rv_frwr_qp - a job's QP for fast registration (rv_frwr.c)
- * @lock: protects @cq, @qp and @wrs, and serialises the work
+ * @lock: protects @cq, @qp, @no_local_inv and @wrs, and serialises the work
  *	requests, each batch waited for under it
  * @cq: completions of @qp; NULL with @qp
  * @qp: RC QP in RTS, connected to itself; NULL until the first
@@ -115,6 +115,8 @@ struct rv_job_params {
  * @done: completed by @cqe (once per completion: the signaled last work
  *	request of a batch, or an unsignaled one that failed)
  * @status: work completion status of the last completion
+ * @no_local_inv: the device refused an IB_WR_LOCAL_INV when posted: MRs
+ *	are deregistered instead of invalidated for reuse
  * @wrs: the work requests of the batch being posted
  */
 struct rv_frwr_qp {
@@ -124,6 +126,7 @@ struct rv_frwr_qp {
 	struct ib_cqe cqe;
 	struct completion done;
 	int status;
+	bool no_local_inv;
 	union {
 		struct ib_reg_wr reg[RV_FRWR_SQ_DEPTH];
 		struct ib_send_wr inv[RV_FRWR_SQ_DEPTH];

@@ -221,11 +221,14 @@ u8 rv_frwr_key_shift(const struct rv_job *job)
 
 /*
  * Post a chain of work requests whose last is signaled and wait for it.
- * Caller holds f->lock; the QP exists.
+ * Caller holds f->lock; the QP exists.  A post error returns at once,
+ * with *@refused set when the device took none of the chain.
  */
 static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
-			     const struct ib_send_wr *chain, const char *what)
+			     const struct ib_send_wr *chain, const char *what,
+			     bool *refused)
 {
+	const struct ib_send_wr *bad = NULL;
 	int ret;
 
 	reinit_completion(&f->done);
@@ -237,8 +240,9 @@ static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
 	 * hardware, whose completion comes with an interrupt.
 	 */
 	local_bh_disable();
-	ret = ib_post_send(f->qp, chain, NULL);
+	ret = ib_post_send(f->qp, chain, &bad);
 	local_bh_enable();
+	*refused = ret && bad == chain;
 	if (ret)
 		return ret;
 	if (!wait_for_completion_timeout(&f->done,
@@ -261,6 +265,7 @@ static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
 {
 	struct ib_reg_wr *wrs = f->wrs.reg;
 	struct ib_mr *mr;
+	bool refused;
 	u32 i;
 
 	memset(wrs, 0, n * sizeof(*wrs));
@@ -277,12 +282,16 @@ static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
 		wrs[i].access = ib_access;
 	}
 	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
-	return rv_frwr_post_wait(job, f, &wrs[0].wr, "fast registration");
+	return rv_frwr_post_wait(job, f, &wrs[0].wr, "fast registration",
+				 &refused);
 }
 
-/* Post @n (at most RV_FRWR_SQ_DEPTH) invalidations as one chain; wait. */
+/*
+ * Post @n (at most RV_FRWR_SQ_DEPTH) invalidations as one chain; wait.
+ * *@refused: the device took none of them.
+ */
 static int rv_frwr_inv_batch(struct rv_job *job, struct rv_frwr_qp *f,
-			     struct rv_frmr *frmrs, u32 n)
+			     struct rv_frmr *frmrs, u32 n, bool *refused)
 {
 	struct ib_send_wr *wrs = f->wrs.inv;
 	u32 i;
@@ -295,7 +304,8 @@ static int rv_frwr_inv_batch(struct rv_job *job, struct rv_frwr_qp *f,
 		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
 	}
 	wrs[n - 1].send_flags = IB_SEND_SIGNALED;
-	return rv_frwr_post_wait(job, f, &wrs[0], "local invalidation");
+	return rv_frwr_post_wait(job, f, &wrs[0], "local invalidation",
+				 refused);
 }
 
 /**
@@ -334,15 +344,28 @@ int rv_frwr_alloc_mr(struct rv_job *job, u32 pages, struct rv_frmr *frmr)
 u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
 {
 	struct rv_frwr_qp *f = &job->frwr;
+	bool refused;
 	u32 done, n;
+	int ret;
 
 	mutex_lock(&f->lock);
-	for (done = 0; f->qp && done < nr_mrs; done += n) {
+	for (done = 0; f->qp && !f->no_local_inv && done < nr_mrs; done += n) {
 		n = min_t(u32, nr_mrs - done, RV_FRWR_SQ_DEPTH);
-		if (rv_frwr_inv_batch(job, f, frmrs + done, n)) {
-			rv_frwr_qp_destroy(f);
-			break;
+		ret = rv_frwr_inv_batch(job, f, frmrs + done, n, &refused);
+		if (!ret)
+			continue;
+		/*
+		 * Refused at post: hns has no IB_WR_LOCAL_INV.  The job
+		 * deregisters from now on (a QP in error refuses too; that
+		 * costs the pool, not correctness).
+		 */
+		if (refused) {
+			f->no_local_inv = true;
+			pr_info("job%u: device refused local invalidation (%d): freed MRs are deregistered\n",
+				job->id, ret);
 		}
+		rv_frwr_qp_destroy(f);
+		break;
 	}
 	mutex_unlock(&f->lock);
 	return done;
