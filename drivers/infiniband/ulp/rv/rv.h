@@ -19,7 +19,8 @@
  *       rv_device.jobs_lock
  *         rv_job.slots (xarray's internal spinlock)
  *         rv_frwr_qp.lock (a job's release takes it here)
- *       rv_frwr_qp.lock (REG_MEM: never with jobs_lock or a cache lock)
+ *       rv_frwr_qp.lock (REG_MEM, and freeing registrations: never with
+ *                        jobs_lock or a cache lock)
  *       rv_mr_cache.lock (also taken alone by the MMU notifier)
  *         rv_mr_cache.handles (xarray's internal spinlock)
  *

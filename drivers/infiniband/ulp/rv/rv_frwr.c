@@ -222,7 +222,7 @@ u8 rv_frwr_key_shift(const struct rv_job *job)
 /*
  * Post a chain of work requests whose last is signaled and wait for it.
  * Caller holds f->lock; the QP exists.  A post error returns at once,
- * with *@refused set when the device took none of the chain.
+ * with *@refused (if given) set when the device took none of the chain.
  */
 static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
 			     const struct ib_send_wr *chain, const char *what,
@@ -242,7 +242,8 @@ static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
 	local_bh_disable();
 	ret = ib_post_send(f->qp, chain, &bad);
 	local_bh_enable();
-	*refused = ret && bad == chain;
+	if (refused)
+		*refused = ret && bad == chain;
 	if (ret)
 		return ret;
 	if (!wait_for_completion_timeout(&f->done,
@@ -265,7 +266,6 @@ static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
 {
 	struct ib_reg_wr *wrs = f->wrs.reg;
 	struct ib_mr *mr;
-	bool refused;
 	u32 i;
 
 	memset(wrs, 0, n * sizeof(*wrs));
@@ -283,7 +283,7 @@ static int rv_frwr_reg_batch(struct rv_job *job, struct rv_frwr_qp *f,
 	}
 	wrs[n - 1].wr.send_flags = IB_SEND_SIGNALED;
 	return rv_frwr_post_wait(job, f, &wrs[0].wr, "fast registration",
-				 &refused);
+				 NULL);
 }
 
 /*
@@ -384,8 +384,8 @@ u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
  * RV_FRWR_SQ_DEPTH and waits for each chain, at most RV_FRWR_TIMEOUT_MS
  * each.  Caller holds the device's rwsem for read.  Returns 0, -ENOMEM
  * (no registration QP), -EIO (the device failed a work request),
- * -ETIMEDOUT, or the error of posting.  On error the device is done with the MRs:
- * the caller deregisters them.
+ * -ETIMEDOUT, or the error of posting.  On error the device is done with
+ * the MRs: the caller deregisters them.
  */
 int rv_frwr_register(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs,
 		     int ib_access)

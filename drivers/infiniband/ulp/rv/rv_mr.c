@@ -691,8 +691,8 @@ static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
 	return 0;
 }
 
-/* Key chunks [start, last] touches, for chunks of 1 << @shift bytes. */
-static u32 rv_mr_nr_keys(u64 start, u64 last, u8 shift)
+/* Blocks of 1 << @shift bytes (pages, key chunks) [start, last] spans. */
+static u32 rv_mr_nr_blocks(u64 start, u64 last, u8 shift)
 {
 	return (last >> shift) - (start >> shift) + 1;
 }
@@ -747,7 +747,7 @@ static int rv_mr_frwr_chunk(const struct rv_mr_entry *e, u64 start, u64 last,
 			    struct scatterlist *sgl, struct rv_frmr *frmr)
 {
 	u32 first = (start >> PAGE_SHIFT) - (e->it.start >> PAGE_SHIFT);
-	u32 npages = (last >> PAGE_SHIFT) - (start >> PAGE_SHIFT) + 1;
+	u32 npages = rv_mr_nr_blocks(start, last, PAGE_SHIFT);
 	unsigned int sg_offset = offset_in_page(start);
 	int reused, n;
 	u32 nents;
@@ -843,9 +843,9 @@ static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
 		return rv_mr_pin(e, job->pd->device);
 	if (!e->key_shift)
 		return -EOPNOTSUPP;
-	if (!e->frmrs)
+	nr_keys = rv_mr_nr_blocks(e->it.start, e->it.last, e->key_shift);
+	if (nr_keys > RV_MAX_REG_KEYS)
 		return -E2BIG;
-	nr_keys = rv_mr_nr_keys(e->it.start, e->it.last, e->key_shift);
 	ret = rv_mr_pin(e, job->pd->device);
 	if (ret)
 		return ret;
@@ -858,8 +858,8 @@ static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
 /*
  * A NEW entry for [addr, addr + length), with room for the DMA address of
  * each page and (remote access) for an MR per key chunk, in one
- * allocation.  Room for no MR when the device has no fast registration
- * (key_shift 0) or the keys would be too many: rv_mr_map() says which.
+ * allocation.  No room for MRs when the device has no fast registration
+ * (key_shift 0) or the keys would be too many: rv_mr_map() refuses both.
  */
 static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
 				       u64 length, u32 access)
@@ -872,12 +872,12 @@ static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
 
 	if ((last >> PAGE_SHIFT) - (addr >> PAGE_SHIFT) >= U32_MAX)
 		return NULL;
-	npages = rv_mr_nr_keys(addr, last, PAGE_SHIFT);
+	npages = rv_mr_nr_blocks(addr, last, PAGE_SHIFT);
 	size = struct_size(e, dma, npages);
 	if (access & RV_ACCESS_REMOTE) {
 		key_shift = rv_frwr_key_shift(cache->job);
 		if (key_shift)
-			nr_keys = rv_mr_nr_keys(addr, last, key_shift);
+			nr_keys = rv_mr_nr_blocks(addr, last, key_shift);
 		if (nr_keys > RV_MAX_REG_KEYS)
 			nr_keys = 0;
 		size = size_add(size, array_size(nr_keys,
@@ -1037,8 +1037,8 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 		return 0;
 	}
 	first = (cmd->addr >> e->key_shift) - (e->it.start >> e->key_shift);
-	nr_keys = rv_mr_nr_keys(cmd->addr, cmd->addr + cmd->length - 1,
-				e->key_shift);
+	nr_keys = rv_mr_nr_blocks(cmd->addr, cmd->addr + cmd->length - 1,
+				  e->key_shift);
 	cmd->lkey = e->frmrs[first].mr->lkey;
 	cmd->rkey = e->frmrs[first].mr->rkey;
 	cmd->rkey_shift = e->key_shift;
