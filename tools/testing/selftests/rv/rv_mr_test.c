@@ -977,6 +977,34 @@ TEST_F(mr, frwr_pool)
 	EXPECT_EQ(40, e.freed_entries);
 }
 
+/*
+ * At most RV_MAX_REG_KEYS keys per registration: with one page per key
+ * chunk (frwr_max_pages=1, the mr-frwr1 group), RV_MAX_REG_KEYS pages
+ * register, one page more is E2BIG and holds nothing.
+ */
+TEST(max_keys)
+{
+	size_t len = (size_t)RV_MAX_REG_KEYS * 4096;
+	struct rv_reg_mem r;
+	struct rv *rv;
+	char *buf;
+	int h;
+
+	if (frwr_max_pages() != 1)
+		SKIP(return, "needs rv loaded with frwr_max_pages=1");
+	ASSERT_EQ(0, open_attached(&rv, 64 * MiB));
+	buf = map_anon(len + 4096);
+	ASSERT_NE(NULL, buf);
+	EXPECT_EQ(-E2BIG, reg_mem(rv, buf, len + 4096, ACC_RW, &r));
+	EXPECT_EQ(0, stats_of(rv).entries);
+	h = reg_mem(rv, buf, len, ACC_RW, &r);
+	EXPECT_GT(h, 0);
+	EXPECT_EQ(RV_MAX_REG_KEYS, r.nr_rkeys);
+	EXPECT_EQ(12, r.rkey_shift);
+	rv_close(rv);
+	munmap(buf, len + 4096);
+}
+
 /* Thousands of register/evict cycles: keys are recycled, nothing fails. */
 TEST_F(mr, many_cycles)
 {
