@@ -34,6 +34,15 @@ unsigned int rv_ack_timeout = 15;
 module_param_named(ack_timeout, rv_ack_timeout, uint, 0444);
 MODULE_PARM_DESC(ack_timeout, "QP local ACK timeout exponent: 4.096 us * 2^n (8..31, default 15)");
 
+/*
+ * How long a QP's teardown waits for the flush of its work requests before
+ * it destroys the QP anyway.  Tests set 0 (never wait) to act as a device
+ * that withholds its flush completions.
+ */
+unsigned int rv_drain_timeout_ms = 5000;
+module_param_named(drain_timeout_ms, rv_drain_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(drain_timeout_ms, "Longest wait for a QP's flushed work requests before it is destroyed, per queue, in ms (0..60000, 0 = none (tests), default 5000)");
+
 /* Protects rv_cm_listen_ids; held only to create or destroy them. */
 static DEFINE_MUTEX(rv_cm_listen_lock);
 static struct rdma_cm_id *rv_cm_listen_ids[2];
@@ -138,6 +147,12 @@ int rv_cm_init(void)
 
 	if (rv_ack_timeout < 8 || rv_ack_timeout > 31) {
 		pr_err("ack_timeout=%u out of range 8..31\n", rv_ack_timeout);
+		return -EINVAL;
+	}
+
+	if (rv_drain_timeout_ms > RV_DRAIN_TIMEOUT_MAX_MS) {
+		pr_err("drain_timeout_ms=%u out of range 0..%u\n",
+		       rv_drain_timeout_ms, RV_DRAIN_TIMEOUT_MAX_MS);
 		return -EINVAL;
 	}
 

@@ -30,8 +30,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
-/* Longest wait for a drain marker, per queue. */
-#define RV_DRAIN_MS		5000
 /* Longest wait at close for the file's writes on healthy QPs. */
 #define RV_QUIESCE_MS		10000
 
@@ -328,7 +326,7 @@ static void rv_drain_wait(struct rv_conn_qp *qp, struct rv_drain *d,
 			  const char *which)
 {
 	if (!wait_for_completion_timeout(&d->done,
-					 msecs_to_jiffies(RV_DRAIN_MS)))
+					 msecs_to_jiffies(rv_drain_timeout_ms)))
 		pr_warn_ratelimited("job%u conn%u qp%u: %s queue drain timed out\n",
 				    qp->conn->job->id, qp->conn->id,
 				    qp->index, which);
@@ -339,7 +337,7 @@ static void rv_drain_wait(struct rv_conn_qp *qp, struct rv_drain *d,
  * @qp: the QP slot
  * @ibqp: one of its QPs, about to be destroyed
  *
- * Moves @ibqp to the error state and waits, at most RV_DRAIN_MS per
+ * Moves @ibqp to the error state and waits, at most drain_timeout_ms per
  * queue, for a marker posted behind every write and receive: the flushes
  * of everything before it have then been handled.  The markers live in
  * @qp, so a marker completing after a timeout touches nothing freed.
@@ -713,7 +711,7 @@ bool rv_write_file_quiesce(struct rv_file *rf)
 			    rf->job->id, rf->slot, atomic_read(&rf->inflight));
 	rv_write_break_file(rf);
 	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
-			       msecs_to_jiffies(4 * RV_DRAIN_MS)))
+			       msecs_to_jiffies(4 * rv_drain_timeout_ms)))
 		return true;
 	left = atomic_read(&rf->inflight);
 	pr_err("job%u slot%u: %d writes never completed: leaking the file\n",
