@@ -12,10 +12,18 @@
  *   struct rv_file    one per open of /dev/rv; attached to at most one job,
  *                     holding one slot of it.
  *
+ * Device liveness is not a lock: code that uses a device's ib resources
+ * runs in an SRCU read section of the device (rv_device_enter()), which
+ * never blocks and is never blocked by removal; removal marks the device
+ * removed, waits for the sections in progress (synchronize_srcu()) and
+ * releases everything.  No section sleeps on anything user space
+ * controls (page faults on its memory, copies from or to it), so removal
+ * waits only for bounded kernel work.
+ *
  * Lock order (outermost first):
  *
  *   rv_file.lock
- *     rv_device.rwsem (read for users of the ib_device, write for removal)
+ *     (the device's SRCU read section)
  *       rv_device.jobs_lock
  *         rv_job.slots (xarray's internal spinlock)
  *         rv_frwr_qp.lock (a job's release takes it here)
@@ -40,8 +48,9 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
-#include <linux/rwsem.h>
+#include <linux/completion.h>
 #include <linux/sched.h>
+#include <linux/srcu.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
@@ -57,10 +66,12 @@
  * @index: ibdev->index, kept for logging after removal
  * @kref: held by the device list and by each job on the device
  * @list: entry in rv_devices, protected by rv_devices_lock
- * @rwsem: protects @ibdev, @removed and every job's ib resources; taken for
- *	read by code using the device, for write by removal so that removal
- *	waits for those users and no user starts after it
- * @removed: the ib_client remove callback ran; no new users
+ * @srcu: read sections of the code using @ibdev and the jobs' ib
+ *	resources (rv_device_enter()); removal waits for them
+ * @removed: removal began: no new section starts; set once, before
+ *	removal's synchronize_srcu()
+ * @released: completed when removal has released every ib resource and
+ *	cleared @ibdev
  * @jobs_lock: protects @jobs and the membership of each job in it
  * @jobs: jobs on this device
  */
@@ -69,8 +80,9 @@ struct rv_device {
 	u32 index;
 	struct kref kref;
 	struct list_head list;
-	struct rw_semaphore rwsem;
+	struct srcu_struct srcu;
 	bool removed;
+	struct completion released;
 	struct mutex jobs_lock; /* protects jobs */
 	struct list_head jobs;
 };
@@ -143,7 +155,8 @@ struct rv_frwr_qp {
  * @params: identity and job-wide parameters, constant after creation
  * @slots: slot index -> attached rv_file; allocation is serialised by the
  *	xarray's own lock
- * @pd: the job's kernel PD; protected by @dev->rwsem, NULL after removal
+ * @pd: the job's kernel PD; used in @dev's read sections, NULL after
+ *	removal
  * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
  *	for its locking
  * @frwr: registers remote-access MRs; its QP lives in @pd
@@ -201,6 +214,7 @@ struct rv_io_stats {
  * @inflight: writes posted and not completed (atomic); release waits for
  *	0 on @inflight_wait
  * @inflight_wait: woken when @inflight drops to 0
+ * @dev_idx: rv_device_enter()'s answer for the command holding @lock
  *
  * The receive path finds files through their job's slots under RCU, and
  * write completions use their file until @inflight drops; release waits
@@ -221,6 +235,7 @@ struct rv_file {
 	atomic64_t posts_eagain;
 	atomic_t inflight;
 	wait_queue_head_t inflight_wait;
+	int dev_idx;
 };
 
 /* A command's user buffer, as the dispatcher saw it. */
@@ -233,6 +248,9 @@ int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
 		    size_t cmd_len);
 int rv_file_lock_dev(struct rv_file *rf, bool need_device);
 void rv_file_unlock_dev(struct rv_file *rf);
+
+/* rv_device_enter()'s answer when the device is gone (removal done). */
+#define RV_DEVICE_GONE	(-1)
 
 /*
  * Commands that use the job need an attached file, used from the address
@@ -260,6 +278,10 @@ extern unsigned int rv_frwr_max_pages_param;
 int rv_device_init(void);
 void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);
+int rv_device_enter(struct rv_device *dev, bool need_device)
+	__acquires(&dev->srcu);
+void rv_device_leave(struct rv_device *dev, int idx)
+	__releases(&dev->srcu);
 unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max);
 void rv_device_put(struct rv_device *dev);
 

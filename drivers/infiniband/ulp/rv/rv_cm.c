@@ -69,25 +69,63 @@ void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
 }
 
 /*
- * Disconnect and destroy an id of @qp and its QP, whose writes and
- * receives are drained first; never from the id's own handler, never
- * holding @qp->conn->lock.
+ * Destroy @id's QP, then its CQ, then end the writes no completion ended.
+ * Without a drain only for a QP that never connected (nothing but
+ * flushes can complete).
  */
-void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id)
+static void rv_cm_free_qp(struct rdma_cm_id *id)
+{
+	struct rv_ibqp *iq = id->qp->qp_context;
+
+	rdma_destroy_qp(id);
+	ib_free_cq(iq->cq);
+	rv_write_qp_flush(iq);
+	kfree(iq);
+}
+
+/*
+ * Destroy a QP of a slot and its CQ; the QP's writes and receives are
+ * drained first, so each write ends through its completion.  When the
+ * drain times out the device may still deliver completions: the receive
+ * handler stops reposting (an RCU grace period makes sure it is not in the
+ * middle of it), the QP goes, then its CQ, after which nothing of the QP
+ * can complete, and the writes left are ended here.  Neither the drain
+ * nor the flush touches another QP, so a late completion cannot end
+ * another QP's drain or fill another QP's CQ.
+ */
+static void rv_cm_destroy_qp(struct rdma_cm_id *id)
+{
+	struct rv_ibqp *iq;
+
+	if (!id->qp)
+		return;
+	iq = id->qp->qp_context;
+	if (!rv_write_qp_drain(iq)) {
+		WRITE_ONCE(iq->repost, false);
+		synchronize_rcu();
+	}
+	rv_cm_free_qp(id);
+}
+
+/*
+ * Disconnect and destroy an id and its QP; never from the id's own
+ * handler, never holding its connection's lock.
+ */
+void rv_cm_destroy_id(struct rdma_cm_id *id)
 {
 	if (!id)
 		return;
 	if (id->qp) {
 		rdma_disconnect(id);
-		rv_write_qp_drain(qp, id->qp);
-		rdma_destroy_qp(id);
+		rv_cm_destroy_qp(id);
 	}
 	rdma_destroy_id(id);
 }
 
 static void rv_cm_qp_async(struct ib_event *event, void *context)
 {
-	struct rv_conn_qp *qp = context;
+	struct rv_ibqp *iq = context;
+	struct rv_conn_qp *qp = iq->slot;
 
 	rv_conn_dbg(qp->conn, "qp %u: async event %s\n", qp->index,
 		    ib_event_msg(event->event));
@@ -104,17 +142,16 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
 }
 
 /*
- * Create the QP of @id in the job's PD and post its receives.  Caller
- * holds conn->lock with conn->dead false: the PD and the CQ are alive.
+ * Create the QP of @id, with its own CQ, in the job's PD and post its
+ * receives.  Caller holds conn->lock with conn->dead false: the PD and
+ * the device are alive.
  */
 static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 {
 	struct rv_conn *conn = qp->conn;
+	struct ib_device *ibdev = conn->job->pd->device;
 	struct ib_qp_init_attr attr = {
 		.event_handler = rv_cm_qp_async,
-		.qp_context = qp,
-		.send_cq = qp->cq,
-		.recv_cq = qp->cq,
 		.cap = {
 			/* Drain markers, and a heartbeat on the send queue. */
 			.max_send_wr = conn->depth + 2,
@@ -125,17 +162,43 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
 	};
+	struct rv_ibqp *iq;
 	int ret;
 
+	iq = kzalloc(sizeof(*iq), GFP_KERNEL_ACCOUNT);
+	if (!iq)
+		return -ENOMEM;
+	iq->slot = qp;
+	iq->repost = true;
+	rv_write_ibqp_init(iq);
+	/* Spread the connections' QPs over the completion vectors. */
+	iq->cq = ib_alloc_cq(ibdev, iq,
+			     attr.cap.max_send_wr + attr.cap.max_recv_wr,
+			     (conn->id + qp->index) % ibdev->num_comp_vectors,
+			     IB_POLL_WORKQUEUE);
+	if (IS_ERR(iq->cq)) {
+		ret = PTR_ERR(iq->cq);
+		goto out_free_iq;
+	}
+	attr.send_cq = iq->cq;
+	attr.recv_cq = iq->cq;
+	attr.qp_context = iq;
 	ret = rdma_create_qp(id, conn->job->pd, &attr);
 	if (ret)
-		return ret;
+		goto out_free_cq;
+	iq->ibqp = id->qp;
 	/* The old QP's faults were all handled before it was destroyed. */
 	WRITE_ONCE(qp->broken, false);
 	WRITE_ONCE(qp->fault_qp, NULL);
-	ret = rv_write_post_recvs(qp, id->qp);
+	ret = rv_write_post_recvs(iq);
 	if (ret)
-		rdma_destroy_qp(id);
+		rv_cm_free_qp(id);
+	return ret;
+
+out_free_cq:
+	ib_free_cq(iq->cq);
+out_free_iq:
+	kfree(iq);
 	return ret;
 }
 
@@ -430,7 +493,7 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 	}
 	rdma_set_ack_timeout(id, rv_ack_timeout);
 	if (rdma_accept(id, &param)) {
-		rdma_destroy_qp(id);
+		rv_cm_free_qp(id);
 		rej = RV_CM_REJ_NO_RESOURCES;
 		goto out_unlock_conn;
 	}
@@ -535,8 +598,9 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
  * QP to the error state for good when it cannot transmit a MAD because
  * the link is down, and the MAD layer never reposts its receives: no
  * rdma_cm message would reach this node again until rxe is re-created.
- * So a failed id is drained at once (its writes end with error events)
- * but destroyed, and a new attempt started, only once its port is active.
+ * So a failed id's QP is drained and destroyed at once (its writes end
+ * with error events) but the id is destroyed, and a new attempt started,
+ * only once its port is active.
  */
 static bool rv_cm_port_active(struct rdma_cm_id *id)
 {
@@ -570,22 +634,20 @@ static void rv_cm_work(struct work_struct *work)
 					     struct rv_conn_qp, work);
 	struct rv_conn *conn = qp->conn;
 	struct rdma_cm_id *dead = NULL, *stuck = NULL;
-	bool expired, start = false, hold = false, drain = false;
+	bool expired, start = false, hold = false;
 
 	mutex_lock(&conn->lock);
 	if (conn->dead)
 		goto out_unlock;
 	/*
-	 * Left parked until destroyed: no new QP (accept or attempt) shares
-	 * the CQ with one still being drained.
+	 * Left parked until destroyed: a slot has at most one QP besides
+	 * the current one, and no new one (accept or attempt) before the
+	 * failed one is gone.
 	 */
 	dead = qp->dead_id;
 	expired = conn->started && !time_before(jiffies, conn->deadline);
-	if (dead && !rv_cm_port_active(dead)) {
+	if (dead && !rv_cm_port_active(dead))
 		hold = true;
-		drain = !qp->dead_drained;
-		qp->dead_drained = true;
-	}
 
 	switch (qp->state) {
 	case RV_QP_RETRY:
@@ -651,17 +713,20 @@ out_unlock:
 	mutex_unlock(&conn->lock);
 
 	if (hold) {
-		/* Its writes end with errors now, its id goes later. */
-		if (drain && dead->qp)
-			rv_write_qp_drain(qp, dead->qp);
+		/*
+		 * Its QP goes now (drained: its writes end with errors), its
+		 * id once the port is back.  Only this work and the
+		 * connection's teardown, which cancels it first, destroy a
+		 * parked id or its QP.
+		 */
+		rv_cm_destroy_qp(dead);
 		dead = NULL;
 	}
-	rv_cm_destroy_id(qp, dead);
-	rv_cm_destroy_id(qp, stuck);
+	rv_cm_destroy_id(dead);
+	rv_cm_destroy_id(stuck);
 	if (dead) {
 		mutex_lock(&conn->lock);
 		qp->dead_id = NULL;
-		qp->dead_drained = false;
 		mutex_unlock(&conn->lock);
 	}
 	if (start)

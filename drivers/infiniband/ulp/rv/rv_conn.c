@@ -62,8 +62,8 @@ bool rv_conn_addr_match(const struct rv_conn *conn,
 
 /*
  * The job's source address: its GID as an IP address.  A link-local IPv6
- * address gets the GID's netdev as scope.  Caller holds dev->rwsem, the
- * device not removed.
+ * address gets the GID's netdev as scope.  Caller is in the device's
+ * read section.
  */
 static int rv_conn_local_addr(struct rv_job *job, struct sockaddr_storage *ss)
 {
@@ -92,8 +92,9 @@ static int rv_conn_local_addr(struct rv_job *job, struct sockaddr_storage *ss)
 }
 
 /*
- * Caller holds the job's dev->rwsem for read (device not removed) and
- * rv_conn_list_lock.
+ * A new connection, not linked anywhere yet.  Its QPs and their CQs come
+ * with each connection attempt (rv_cm_create_qp()), so this is cheap and
+ * takes no list lock.  Caller is in the device's read section.
  */
 static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 				     const struct sockaddr_storage *local,
@@ -115,14 +116,20 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	if (!conn)
 		return ERR_PTR(-ENOMEM);
 	ret = ida_alloc_min(&rv_conn_ida, 1, GFP_KERNEL);
-	if (ret < 0)
-		goto out_free_conn;
+	if (ret < 0) {
+		kfree(conn);
+		return ERR_PTR(ret);
+	}
 	conn->id = ret;
 
-	/* Room for drain markers and a heartbeat, see rv_conn_qp. */
+	/*
+	 * Room for a drain marker and a heartbeat on the send queue, a
+	 * drain marker on the receive queue, all on the QP's CQ: see
+	 * rv_conn_qp.
+	 */
 	depth = rv_conn_wqe_budget / num_conn;
 	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 2);
-	depth = min_t(u32, depth, (ibdev->attrs.max_cqe - 5) / 3);
+	depth = min_t(u32, depth, (ibdev->attrs.max_cqe - 3) / 2);
 	depth = max(depth, 1U);
 
 	kref_init(&conn->kref);
@@ -146,32 +153,15 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->conn = conn;
 		qp->index = i;
 		rv_cm_qp_init(qp);
-		/*
-		 * Send completions: @depth credits, a drain marker and a
-		 * heartbeat; two QPs' receives and markers, for the time a
-		 * failed QP and a timed-out one are drained together.
-		 */
-		qp->cq = ib_alloc_cq(ibdev, qp, 3 * depth + 5,
-				     i % ibdev->num_comp_vectors,
-				     IB_POLL_WORKQUEUE);
-		if (IS_ERR(qp->cq)) {
-			ret = PTR_ERR(qp->cq);
-			qp->cq = NULL;
-			goto out_free_cqs;
-		}
 	}
-	rv_conn_dbg(conn, "created: %u QPs of depth %u, %s\n", num_conn, depth,
-		    conn->client ? "client" : "server");
 	return conn;
+}
 
-out_free_cqs:
-	while (i--)
-		ib_free_cq(conn->qps[i].cq);
+static void rv_conn_free(struct rv_conn *conn)
+{
 	mutex_destroy(&conn->lock);
 	ida_free(&rv_conn_ida, conn->id);
-out_free_conn:
 	kfree(conn);
-	return ERR_PTR(ret);
 }
 
 /**
@@ -179,18 +169,15 @@ out_free_conn:
  * @conn: the connection
  * @reason: RV_CONN_REASON_* reported from now on
  *
- * Called by the last put with the device's rwsem held for read, and by
- * device removal with it held for write, so never twice at once; the
- * second call does nothing.  Holds neither rv_conn_list_lock nor
+ * Called by the last put in the device's read section, and by device
+ * removal once no section is left, so never twice at once; the second
+ * call does nothing.  Holds neither rv_conn_list_lock nor
  * @conn->lock while destroying cm_ids (rdma_destroy_id() waits for the
  * id's running handler, which takes them).
  */
 static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 {
-	struct {
-		struct rv_conn_qp *qp;
-		struct rdma_cm_id *id;
-	} ids[2 * RV_MAX_CONN_PER_NODE];
+	struct rdma_cm_id *ids[2 * RV_MAX_CONN_PER_NODE];
 	unsigned int n = 0, i;
 
 	mutex_lock(&conn->lock);
@@ -213,9 +200,9 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		struct rv_conn_qp *qp = &conn->qps[i];
 
 		if (qp->cm_id)
-			ids[n++] = (typeof(ids[0])){ qp, qp->cm_id };
+			ids[n++] = qp->cm_id;
 		if (qp->dead_id)
-			ids[n++] = (typeof(ids[0])){ qp, qp->dead_id };
+			ids[n++] = qp->dead_id;
 		qp->cm_id = NULL;
 		qp->dead_id = NULL;
 		qp->state = RV_QP_FAILED;
@@ -224,14 +211,11 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 	rv_conn_update_state(conn);
 	mutex_unlock(&conn->lock);
 
+	/* Each QP goes with its CQ, ending the writes on it. */
 	for (i = 0; i < n; i++)
-		rv_cm_destroy_id(ids[i].qp, ids[i].id);
+		rv_cm_destroy_id(ids[i]);
 	for (i = 0; i < conn->num_conn; i++) {
-		if (conn->qps[i].cq)
-			ib_free_cq(conn->qps[i].cq);
-		conn->qps[i].cq = NULL;
-		/* Writes a timed-out drain left: no completion can come now. */
-		rv_write_qp_flush(&conn->qps[i]);
+		WARN_ON_ONCE(!list_empty(&conn->qps[i].inflight));
 		/* Completions during the drain may have queued it again. */
 		cancel_work_sync(&conn->qps[i].fault_work);
 	}
@@ -241,7 +225,8 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 
 /*
  * kref release, called by kref_put_mutex() with rv_conn_list_lock held
- * and the device's rwsem held for read by rv_conn_put().
+ * and in the device's read section (or after its removal) by
+ * rv_conn_put().
  */
 static void rv_conn_unlink(struct kref *kref)
 {
@@ -252,22 +237,23 @@ static void rv_conn_unlink(struct kref *kref)
 	mutex_unlock(&rv_conn_list_lock);
 
 	rv_conn_release_ib(conn, RV_CONN_REASON_NONE);
-	mutex_destroy(&conn->lock);
-	ida_free(&rv_conn_ida, conn->id);
-	kfree(conn);
+	rv_conn_free(conn);
 }
 
 /*
  * Drop a reference.  The caller may hold rv_file.lock but no lock below
- * it in the order: the last put takes the device's rwsem and tears down.
+ * it in the order: the last put enters the device's read section and
+ * tears down.
  */
 void rv_conn_put(struct rv_conn *conn)
 {
 	struct rv_device *dev = conn->job->dev;
+	int idx;
 
-	down_read(&dev->rwsem);
+	/* After removal the teardown finds the connection released. */
+	idx = rv_device_enter(dev, false);
 	kref_put_mutex(&conn->kref, rv_conn_unlink, &rv_conn_list_lock);
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 }
 
 /*
@@ -278,12 +264,12 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 			    const struct sockaddr_storage *remote)
 {
 	struct rv_device *dev = job->dev;
+	struct rv_conn *conn, *fresh;
 	struct sockaddr_storage local;
-	struct rv_conn *conn;
-	int ret;
+	int ret, idx;
 
-	down_read(&dev->rwsem);
-	if (dev->removed || !job->pd) {
+	idx = rv_device_enter(dev, true);
+	if (idx < 0 || !job->pd) {
 		ret = -ENODEV;
 		goto out_unlock_dev;
 	}
@@ -293,6 +279,16 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 	if (local.ss_family != remote->ss_family ||
 	    rv_addr_equal(&local, remote)) {
 		ret = -EINVAL;
+		goto out_unlock_dev;
+	}
+
+	/*
+	 * Allocated before the list lock, which incoming requests need: a
+	 * loop of CONN_CREATE and CONN_DESTROY must not stall the CM.
+	 */
+	fresh = rv_conn_alloc(job, &local, remote);
+	if (IS_ERR(fresh)) {
+		ret = PTR_ERR(fresh);
 		goto out_unlock_dev;
 	}
 
@@ -307,29 +303,29 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 			goto out_found;
 		}
 	}
-	conn = rv_conn_alloc(job, &local, remote);
-	if (IS_ERR(conn)) {
-		ret = PTR_ERR(conn);
-		goto out_unlock_list;
-	}
+	conn = fresh;
+	fresh = NULL;
 	list_add_tail(&conn->list, &rv_conns);
 	list_add_tail(&conn->job_list, &job->conns);
 	if (job->params.heartbeat_ms != RV_HEARTBEAT_OFF)
 		queue_delayed_work(rv_cm_wq, &conn->hb_work,
 				   msecs_to_jiffies(job->params.heartbeat_ms));
+	rv_conn_dbg(conn, "created: %u QPs of depth %u, %s\n",
+		    conn->num_conn, conn->depth,
+		    conn->client ? "client" : "server");
 
 out_found:
 	mutex_lock(&conn->lock);
 	conn->handles++;
 	mutex_unlock(&conn->lock);
 	mutex_unlock(&rv_conn_list_lock);
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
+	if (fresh)
+		rv_conn_free(fresh);
 	return conn;
 
-out_unlock_list:
-	mutex_unlock(&rv_conn_list_lock);
 out_unlock_dev:
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 	return ERR_PTR(ret);
 }
 
@@ -430,10 +426,11 @@ void rv_conn_update_state(struct rv_conn *conn)
  * rv_conn_job_release_ib - release the ib resources of the job's connections
  * @job: the job
  *
- * Called from rv_job_release_ib() before the job's PD goes, with the
- * device's rwsem held (for write by device removal: the connections then
- * report RV_CONN_REASON_DEVICE_REMOVED).  @job->conns cannot change: that
- * needs the rwsem for read.
+ * Called from rv_job_release_ib() before the job's PD goes: by device
+ * removal (the connections then report RV_CONN_REASON_DEVICE_REMOVED)
+ * once no read section of the device is left, or by the job's last
+ * detach, when it has none.  @job->conns cannot change: that needs a
+ * read section.
  */
 void rv_conn_job_release_ib(struct rv_job *job)
 {

@@ -19,7 +19,7 @@
  *
  *   rv_file.lock
  *     rv_cm_listen_lock                 (listener creation only)
- *     rv_device.rwsem
+ *     (the device's read section)
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
  *           rv_conn.lock
@@ -27,8 +27,8 @@
  * rdma_cm event handlers run in the CM's work context and take only
  * rv_conn_list_lock (connection requests) and rv_conn.lock.  Whoever
  * destroys a cm_id (rdma_destroy_id() waits for its running handler)
- * therefore holds neither of those two; it may hold rv_file.lock and
- * rv_device.rwsem, which no handler takes.  No cm_id is ever destroyed
+ * therefore holds neither of those two; it may hold rv_file.lock and be in
+ * a device's read section, which no handler enters.  No cm_id is ever destroyed
  * from its own handler: ids that fail are parked in rv_conn_qp.dead_id
  * and destroyed by the QP's work; a rejected incoming request is
  * destroyed by rdma_cm itself (the handler returns non-zero).
@@ -84,18 +84,39 @@ struct rv_drain {
 };
 
 /**
+ * struct rv_ibqp - one ib_qp of a connection's QP slot, and its own CQ
+ * @slot: the QP slot it serves (its completions and faults go there)
+ * @ibqp: the QP (also its cm_id's qp); its qp_context is this struct
+ * @cq: send and receive CQ of @ibqp and of nothing else; its cq_context is
+ *	this struct.  Freed right after @ibqp: once both are gone no
+ *	completion of @ibqp can reach a handler, whatever the device did
+ *	with the ones it had not delivered yet
+ * @repost: receive completions may repost on @ibqp; cleared, then an RCU
+ *	grace period, before a QP whose drain timed out is destroyed
+ * @sdrain: send queue marker of its drain
+ * @rdrain: receive queue marker of its drain
+ *
+ * Created with the QP (rv_cm_create_qp()), freed with it
+ * (rv_cm_destroy_qp()).
+ */
+struct rv_ibqp {
+	struct rv_conn_qp *slot;
+	struct ib_qp *ibqp;
+	struct ib_cq *cq;
+	bool repost;
+	struct rv_drain sdrain;
+	struct rv_drain rdrain;
+};
+
+/**
  * struct rv_conn_qp - one RC QP of a connection
  * @conn: the connection
  * @index: QP index in the connection, sent in the request's private data
- * @cq: send and receive CQ of the QP; allocated with the connection
  * @recv_cqe: completion entry of every receive posted on the QP
  * @work: starts attempts, retries, times out, destroys @dead_id
  * @cm_id: the current rdma_cm id (its QP is cm_id->qp), NULL if none;
  *	protected by @conn->lock
  * @dead_id: an id that failed, to be destroyed by @work; protected by
- *	@conn->lock
- * @dead_drained: @dead_id's QP was drained while its port was down (the
- *	id waits for the port, see rv_cm_port_active()); protected by
  *	@conn->lock
  * @state: enum rv_conn_qp_state, protected by @conn->lock
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
@@ -104,12 +125,12 @@ struct rv_drain {
  * @sq_lock: protects @sq_free and @inflight; taken by posters (under
  *	@conn->lock) and by send completions (without it)
  * @sq_free: send queue entries not used by writes in flight (credits)
- * @inflight: struct rv_write_ctx of the writes in flight on the QP,
- *	whichever cm_id (QP) they were posted on
- * @sdrain: send queue marker of the last drain
- * @rdrain: receive queue marker of the last drain
+ * @inflight: struct rv_write_ctx of the writes in flight on the slot,
+ *	whichever of its QPs (struct rv_ibqp) they were posted on
  * @hb_cqe: completion entry of the QP's heartbeat
  * @hb_inflight: a heartbeat is posted; protected by @sq_lock
+ * @hb_iq: the QP it is posted on (compared, never dereferenced);
+ *	protected by @sq_lock
  * @last_activity: jiffies of the QP's last completion (any kind)
  * @broken: the current QP failed and waits for @fault_work: posts skip
  *	it; set without a lock from any context, cleared (with @fault_qp)
@@ -123,27 +144,25 @@ struct rv_drain {
  *	asks the current QP whether it is in the error state
  *
  * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
- * for a drain marker, one for a heartbeat; its receive queue @depth + 1.
+ * for a drain marker, one for a heartbeat; its receive queue @depth + 1;
+ * its CQ the sum of both.
  */
 struct rv_conn_qp {
 	struct rv_conn *conn;
 	u32 index;
-	struct ib_cq *cq;
 	struct ib_cqe recv_cqe;
 	struct delayed_work work;
 	struct rdma_cm_id *cm_id;
 	struct rdma_cm_id *dead_id;
-	bool dead_drained;
 	enum rv_conn_qp_state state;
 	u32 reason;
 	unsigned long attempt_start;
 	spinlock_t sq_lock; /* see above */
 	u32 sq_free;
 	struct list_head inflight;
-	struct rv_drain sdrain;
-	struct rv_drain rdrain;
 	struct ib_cqe hb_cqe;
 	bool hb_inflight;
+	struct rv_ibqp *hb_iq;
 	unsigned long last_activity;
 	bool broken;
 	struct work_struct fault_work;
@@ -158,9 +177,9 @@ struct rv_conn_qp {
  * @job: the job; constant
  * @list: entry in the global list of connections, for incoming requests;
  *	protected by rv_conn_list_lock
- * @job_list: entry in @job->conns; changed under rv_conn_list_lock with
- *	@job->dev->rwsem held for read, so device removal (rwsem held for
- *	write) walks it without the list lock
+ * @job_list: entry in @job->conns; changed under rv_conn_list_lock in the
+ *	device's read section, so device removal (after the last section)
+ *	walks it without the list lock
  * @id: node-wide number of the connection (CONN_CREATE's conn_id)
  * @local: the job's address (its GID as an IP address), port 0; constant
  * @remote: the remote node's address and CM port; constant
@@ -168,8 +187,8 @@ struct rv_conn_qp {
  * @num_conn: number of QPs, the job's num_conn; constant
  * @depth: send and receive queue depth of each QP; constant
  * @lock: protects the fields below and each QP's cm_id, dead_id, state,
- *	reason; also guards use of the job's PD and of @qps[].cq by CM
- *	handlers: they use them only while @dead is false
+ *	reason; also guards use of the job's PD and device by CM handlers:
+ *	they create QPs and CQs only while @dead is false
  * @dead: teardown started; no new cm_id, attempt or work from now on
  * @ib_released: the QPs, CQs and cm_ids are gone (teardown is done)
  * @started: CONNECT was issued (and not undone by an error)
@@ -346,13 +365,14 @@ enum rv_recv_result {
 int rv_write_init(void);
 void rv_write_exit(void);
 void rv_write_file_init(struct rv_file *rf);
-bool rv_write_file_quiesce(struct rv_file *rf);
+void rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
+void rv_write_ibqp_init(struct rv_ibqp *iq);
 void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_probe(struct rv_conn_qp *qp);
-void rv_write_qp_drain(struct rv_conn_qp *qp, struct ib_qp *ibqp);
-void rv_write_qp_flush(struct rv_conn_qp *qp);
-int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp);
+bool rv_write_qp_drain(struct rv_ibqp *iq);
+void rv_write_qp_flush(struct rv_ibqp *iq);
+int rv_write_post_recvs(struct rv_ibqp *iq);
 bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf);
 int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg);
@@ -366,7 +386,7 @@ void rv_cm_exit(void);
 int rv_cm_listen(void);
 void rv_cm_qp_init(struct rv_conn_qp *qp);
 void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay);
-void rv_cm_destroy_id(struct rv_conn_qp *qp, struct rdma_cm_id *id);
+void rv_cm_destroy_id(struct rdma_cm_id *id);
 void rv_cm_qp_break(struct rv_conn_qp *qp);
 void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
 		    const char *cause);

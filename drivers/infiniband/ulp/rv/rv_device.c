@@ -20,6 +20,7 @@ static void rv_device_free(struct kref *kref)
 
 	WARN_ON(!list_empty(&dev->jobs));
 	mutex_destroy(&dev->jobs_lock);
+	cleanup_srcu_struct(&dev->srcu);
 	kfree(dev);
 }
 
@@ -76,6 +77,51 @@ unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max)
 	return n;
 }
 
+/**
+ * rv_device_enter - begin using @dev's ib resources
+ * @dev: the device, referenced by the caller
+ * @need_device: refuse once removal has begun (commands that create
+ *	device objects or post work).  Without it the caller proceeds
+ *	either way: in a read section while the device is live, or, once it
+ *	is removed, after removal has released everything (nothing of the
+ *	device is left to use, only memory to free) and outside any section
+ *
+ * A read section never waits for removal; only a caller without
+ * @need_device that meets a removal in progress waits for it to finish
+ * (bounded kernel work), outside the section so removal need not wait
+ * for it in turn.  Not nested: sections are entered once per call path.
+ * Every call is matched by rv_device_leave() with its answer, whatever
+ * that is (so sparse can pair them).
+ *
+ * Return: an SRCU index (>= 0), during which @dev->ibdev and the jobs' ib
+ * resources stay; RV_DEVICE_GONE when the device is removed and
+ * released; -ENODEV with @need_device.
+ */
+int rv_device_enter(struct rv_device *dev, bool need_device)
+	__acquires(&dev->srcu)
+{
+	int idx = srcu_read_lock(&dev->srcu);
+
+	/* A section begun after removal's store sees it (SRCU's guarantee). */
+	if (!READ_ONCE(dev->removed))
+		return idx;
+	srcu_read_unlock(&dev->srcu, idx);
+	__acquire(&dev->srcu);	/* released by rv_device_leave() */
+	if (need_device)
+		return -ENODEV;
+	wait_for_completion(&dev->released);
+	return RV_DEVICE_GONE;
+}
+
+void rv_device_leave(struct rv_device *dev, int idx)
+	__releases(&dev->srcu)
+{
+	if (idx >= 0)
+		srcu_read_unlock(&dev->srcu, idx);
+	else
+		__release(&dev->srcu);
+}
+
 static int rv_add_one(struct ib_device *ibdev)
 {
 	struct rv_device *dev;
@@ -87,11 +133,15 @@ static int rv_add_one(struct ib_device *ibdev)
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
+	if (init_srcu_struct(&dev->srcu)) {
+		kfree(dev);
+		return -ENOMEM;
+	}
 
 	dev->ibdev = ibdev;
 	dev->index = ibdev->index;
 	kref_init(&dev->kref);
-	init_rwsem(&dev->rwsem);
+	init_completion(&dev->released);
 	mutex_init(&dev->jobs_lock);
 	INIT_LIST_HEAD(&dev->jobs);
 
@@ -109,9 +159,10 @@ static int rv_add_one(struct ib_device *ibdev)
 /*
  * The core calls this when the device is unregistered or rv's client is.
  * Afterwards nothing of rv may touch @ibdev: unlink the device so ATTACH
- * cannot find it, wait for current users (bounded: none sleeps for long
- * under the rwsem), then release every job's resources on it.  Attached
- * files keep their job, which from now on reports -ENODEV.
+ * cannot find it, mark it removed so no new read section uses it, wait
+ * for the sections in progress (bounded: none sleeps on user space), then
+ * release every job's resources on it.  Attached files keep their job,
+ * which from now on reports -ENODEV.
  */
 static void rv_remove_one(struct ib_device *ibdev, void *client_data)
 {
@@ -126,14 +177,18 @@ static void rv_remove_one(struct ib_device *ibdev, void *client_data)
 	list_del(&dev->list);
 	mutex_unlock(&rv_devices_lock);
 
-	down_write(&dev->rwsem);
-	dev->removed = true;
+	WRITE_ONCE(dev->removed, true);
+	synchronize_srcu(&dev->srcu);
+	/*
+	 * Alone now: a caller that meets the removal waits for @released
+	 * before it touches a job's resources, or fails.
+	 */
 	mutex_lock(&dev->jobs_lock);
 	list_for_each_entry(job, &dev->jobs, list)
 		rv_job_release_ib(job);
 	mutex_unlock(&dev->jobs_lock);
 	dev->ibdev = NULL;
-	up_write(&dev->rwsem);
+	complete_all(&dev->released);
 
 	rv_device_put(dev);
 }

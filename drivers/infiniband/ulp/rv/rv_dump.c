@@ -39,7 +39,7 @@ static bool rv_dump_visible(const struct rv_dump_buf *b,
 	return b->all || uid_eq(job->params.uid, current_uid());
 }
 
-/* Caller holds dev->rwsem (read) and dev->jobs_lock. */
+/* As for rv_dump_device(). */
 static void rv_dump_job(struct rv_dump_buf *b, struct rv_job *job)
 {
 	struct rv_dump_job *r = rv_dump_next(b);
@@ -106,7 +106,10 @@ static void rv_dump_proc(struct rv_dump_buf *b, struct rv_job *job,
 	r->bytes_received = atomic64_read(&s->bytes_received);
 }
 
-/* Caller holds dev->rwsem (read) and dev->jobs_lock. */
+/*
+ * Caller is in the device's read section (or came after its removal) and
+ * holds dev->jobs_lock.
+ */
 static void rv_dump_device(struct rv_dump_buf *b, struct rv_device *dev)
 {
 	struct rv_dump_device *r = rv_dump_next(b);
@@ -115,7 +118,7 @@ static void rv_dump_device(struct rv_dump_buf *b, struct rv_device *dev)
 	if (!r)
 		return;
 	r->dev_index = dev->index;
-	r->removed = dev->removed;
+	r->removed = READ_ONCE(dev->removed);
 	if (dev->ibdev)
 		strscpy(r->name, dev_name(&dev->ibdev->dev), sizeof(r->name));
 	list_for_each_entry(job, &dev->jobs, list)
@@ -136,8 +139,8 @@ static void rv_dump_jobs(struct rv_dump_buf *b, u32 kind)
 	n = rv_device_get_all(devs, RV_DUMP_MAX_DEVICES);
 	for (i = 0; i < n; i++) {
 		struct rv_device *dev = devs[i];
+		int idx = rv_device_enter(dev, false);
 
-		down_read(&dev->rwsem);
 		mutex_lock(&dev->jobs_lock);
 		if (kind == RV_DUMP_DEVICES)
 			rv_dump_device(b, dev);
@@ -158,7 +161,7 @@ static void rv_dump_jobs(struct rv_dump_buf *b, u32 kind)
 			rcu_read_unlock();
 		}
 		mutex_unlock(&dev->jobs_lock);
-		up_read(&dev->rwsem);
+		rv_device_leave(dev, idx);
 		rv_device_put(dev);
 	}
 	kfree(devs);

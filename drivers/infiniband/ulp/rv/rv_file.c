@@ -38,26 +38,27 @@ int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
  *	that create device objects or post work); dropping references still
  *	works after removal
  *
- * Takes rf->lock, checks the caller owns the attached file, and holds
- * the device's rwsem for read so the PD, MRs and QPs stay put.  On
- * success the caller ends with rv_file_unlock_dev().
+ * Takes rf->lock, checks the caller owns the attached file, and enters
+ * the device's read section (rv_device_enter()) so the PD, MRs and QPs
+ * stay put; @rf->dev_idx says which.  On success the caller ends with
+ * rv_file_unlock_dev().
  */
 int rv_file_lock_dev(struct rv_file *rf, bool need_device)
 {
-	struct rv_device *dev;
 	int ret;
 
 	mutex_lock(&rf->lock);
 	ret = rv_file_check_owner(rf);
 	if (ret)
 		goto out_unlock;
-	dev = rf->job->dev;
-	down_read(&dev->rwsem);
-	if (need_device && dev->removed) {
-		up_read(&dev->rwsem);
-		ret = -ENODEV;
+	ret = rv_device_enter(rf->job->dev, need_device);
+	if (ret == -ENODEV) {
+		rv_device_leave(rf->job->dev, ret);
 		goto out_unlock;
 	}
+	rf->dev_idx = ret;
+	/* Handed to rv_file_unlock_dev() through @rf->dev_idx. */
+	__release(&rf->job->dev->srcu);
 	return 0;
 
 out_unlock:
@@ -67,7 +68,8 @@ out_unlock:
 
 void rv_file_unlock_dev(struct rv_file *rf)
 {
-	up_read(&rf->job->dev->rwsem);
+	__acquire(&rf->job->dev->srcu);	/* from rv_file_lock_dev() */
+	rv_device_leave(rf->job->dev, rf->dev_idx);
 	mutex_unlock(&rf->lock);
 }
 
@@ -295,11 +297,11 @@ static int rv_attach_check_port(struct rv_device *dev,
 				const struct rv_attach *cmd)
 {
 	const struct ib_gid_attr *gid_attr;
-	int ret = 0;
+	int ret = 0, idx;
 
-	down_read(&dev->rwsem);
-	if (dev->removed) {
-		ret = -ENODEV;
+	idx = rv_device_enter(dev, true);
+	if (idx < 0) {
+		ret = idx;
 		goto out_unlock;
 	}
 	if (!rdma_is_port_valid(dev->ibdev, cmd->port_num)) {
@@ -314,7 +316,7 @@ static int rv_attach_check_port(struct rv_device *dev,
 	}
 	rdma_put_gid_attr(gid_attr);
 out_unlock:
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 	return ret;
 }
 
@@ -447,10 +449,7 @@ static int rv_release(struct inode *inode, struct file *filp)
 
 	mutex_lock(&rf->lock);
 	/* Completions of our writes use the file, its ring and its MRs. */
-	if (!rv_write_file_quiesce(rf)) {
-		mutex_unlock(&rf->lock);
-		return 0;
-	}
+	rv_write_file_quiesce(rf);
 	/* Handles first: a connection never outlives its job. */
 	rv_conn_file_release(rf);
 	/* MRs live in the job's PD: free them before leaving the job. */

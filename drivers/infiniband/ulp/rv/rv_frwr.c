@@ -122,7 +122,7 @@ static int rv_frwr_connect_self(struct rv_job *job, struct ib_qp *qp)
 			    IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Caller holds f->lock and the device's rwsem for read. */
+/* Caller holds f->lock and is in the device's read section. */
 static int rv_frwr_qp_create(struct rv_job *job, struct rv_frwr_qp *f)
 {
 	struct ib_device *ibdev = job->dev->ibdev;
@@ -166,7 +166,10 @@ out_clear:
 	return ret;
 }
 
-/* Caller holds f->lock (or is the job's last user) and the device's rwsem. */
+/*
+ * Caller holds f->lock (or is the job's last user) and is in the device's
+ * read section, or is its removal.
+ */
 static void rv_frwr_qp_destroy(struct rv_frwr_qp *f)
 {
 	if (!f->qp)
@@ -188,7 +191,8 @@ void rv_frwr_init(struct rv_frwr_qp *f)
  * rv_frwr_release - destroy the job's registration QP
  * @job: the job, its ib resources being released (before its PD)
  *
- * Caller holds the device's rwsem; safe to call twice.
+ * Caller is in the device's read section or is its removal; safe to call
+ * twice.
  */
 void rv_frwr_release(struct rv_job *job)
 {
@@ -336,7 +340,7 @@ int rv_frwr_alloc_mr(struct rv_job *job, u32 pages, struct rv_frmr *frmr)
  * @nr_mrs: entries of @frmrs
  *
  * Posts their IB_WR_LOCAL_INV in chains of RV_FRWR_SQ_DEPTH, each waited
- * for.  Caller holds the device's rwsem for read.  Returns how many of
+ * for.  Caller is in the device's read section.  Returns how many of
  * the first MRs are invalid now, ready to be mapped and registered
  * again; the caller deregisters the others (after an error the QP is
  * destroyed first, so the device is done with them).
@@ -382,7 +386,7 @@ u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs, u32 nr_mrs)
  * MR's last 255 registrations cannot use this one), posts their
  * IB_WR_REG_MR on the job's registration QP in chains of
  * RV_FRWR_SQ_DEPTH and waits for each chain, at most RV_FRWR_TIMEOUT_MS
- * each.  Caller holds the device's rwsem for read.  Returns 0, -ENOMEM
+ * each.  Caller is in the device's read section.  Returns 0, -ENOMEM
  * (no registration QP), -EIO (the device failed a work request),
  * -ETIMEDOUT, or the error of posting.  On error the device is done with
  * the MRs: the caller deregisters them.

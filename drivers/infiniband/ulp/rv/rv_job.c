@@ -29,7 +29,7 @@ static bool rv_job_same_config(const struct rv_job_params *a,
 	       a->heartbeat_ms == b->heartbeat_ms;
 }
 
-/* Caller holds dev->rwsem and dev->jobs_lock. */
+/* Caller is in the device's read section and holds dev->jobs_lock. */
 static struct rv_job *rv_job_find(struct rv_device *dev,
 				  const struct rv_job_params *params)
 {
@@ -41,7 +41,7 @@ static struct rv_job *rv_job_find(struct rv_device *dev,
 	return NULL;
 }
 
-/* Caller holds dev->rwsem for read, dev not removed, and dev->jobs_lock. */
+/* Caller is in the device's read section and holds dev->jobs_lock. */
 static struct rv_job *rv_job_create(struct rv_device *dev,
 				    const struct rv_job_params *params)
 {
@@ -82,9 +82,9 @@ out_free_job:
 }
 
 /*
- * Release the job's resources on the ib_device.  Called with dev->rwsem
- * held for write by device removal, or for read by the last detach; safe
- * to call twice.
+ * Release the job's resources on the ib_device.  Called by device removal
+ * once no read section of the device is left, or by the last detach in
+ * one (or after removal, when nothing is left); safe to call twice.
  */
 void rv_job_release_ib(struct rv_job *job)
 {
@@ -95,8 +95,9 @@ void rv_job_release_ib(struct rv_job *job)
 	rv_conn_job_release_ib(job);
 
 	/*
-	 * The files' MRs are in the PD.  A file cannot leave its slot (and
-	 * be freed) while we hold the rwsem: detach takes it for read.
+	 * The files' MRs are in the PD.  A file in a slot cannot be freed
+	 * meanwhile: detach enters a read section after leaving its slot,
+	 * and waits for a removal in progress.
 	 */
 	xa_for_each(&job->slots, slot, rf)
 		rv_mr_cache_release_ib(&rf->mr_cache);
@@ -108,7 +109,7 @@ void rv_job_release_ib(struct rv_job *job)
 	}
 }
 
-/* kref release: called with dev->rwsem held for read and dev->jobs_lock. */
+/* kref release: called in the device's read section and dev->jobs_lock. */
 static void rv_job_free(struct kref *kref)
 {
 	struct rv_job *job = container_of(kref, struct rv_job, kref);
@@ -140,12 +141,12 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 	struct rv_job *job;
 	bool created = false;
 	u32 slot;
-	int ret;
+	int ret, idx;
 
-	down_read(&dev->rwsem);
-	if (dev->removed) {
-		ret = -ENODEV;
-		goto out_unlock_dev;
+	idx = rv_device_enter(dev, true);
+	if (idx < 0) {
+		ret = idx;
+		goto out_leave;
 	}
 
 	mutex_lock(&dev->jobs_lock);
@@ -180,7 +181,7 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 	rf->job = job;
 	rf->slot = slot;
 	mutex_unlock(&dev->jobs_lock);
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 	trace_rv_attach(job, slot, created);
 	return 0;
 
@@ -188,8 +189,8 @@ out_put_job:
 	kref_put(&job->kref, rv_job_free);
 out_unlock_jobs:
 	mutex_unlock(&dev->jobs_lock);
-out_unlock_dev:
-	up_read(&dev->rwsem);
+out_leave:
+	rv_device_leave(dev, idx);
 	return ret;
 }
 
@@ -203,6 +204,7 @@ void rv_job_detach(struct rv_file *rf)
 {
 	struct rv_job *job = rf->job;
 	struct rv_device *dev;
+	int idx;
 
 	if (!job)
 		return;
@@ -214,11 +216,11 @@ void rv_job_detach(struct rv_file *rf)
 	xa_erase(&job->slots, rf->slot);
 	rf->job = NULL;
 
-	down_read(&dev->rwsem);
+	idx = rv_device_enter(dev, false);
 	mutex_lock(&dev->jobs_lock);
 	kref_put(&job->kref, rv_job_free);
 	mutex_unlock(&dev->jobs_lock);
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 
 	rv_device_put(dev);
 }

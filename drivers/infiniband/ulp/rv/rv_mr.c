@@ -5,10 +5,12 @@
  * Middleware registers the same buffers over and over; a hit here costs a
  * tree lookup instead of pinning pages and programming the device.
  *
- * Registration pins the pages with ib_umem_get() (charged to the caller's
- * RLIMIT_MEMLOCK, DMA-mapped for the device) and keeps each page's DMA
- * address.  A write's source is posted as SGEs over those addresses with
- * the PD's local DMA lkey, which every RC driver supports.  Remote access
+ * Registration pins the pages (charged to the caller's RLIMIT_MEMLOCK)
+ * outside the device's read section, since faulting them in may wait on
+ * user space for as long as it likes, then DMA-maps them for the device
+ * in it, and keeps each page's DMA address.  A write's source is posted
+ * as SGEs over those addresses with the PD's local DMA lkey, which every
+ * RC driver supports.  Remote access
  * adds fast-registration MRs over the same addresses (rv_frwr.c), iova
  * == the user address.  One MR maps at most the device's (and the module
  * parameter frwr_max_pages's) page-list limit, so the address space is cut
@@ -25,9 +27,10 @@
  * which map and register them again under a new key byte.
  *
  * Every byte must be mapped with read access (and write access when the
- * device may write): on 6.1, ib_umem_get() forces read-only pins, so
- * without this a PROT_NONE page would be pinned and readable by the
- * device.
+ * device may write), checked before anything is pinned.  ib_umem_get()
+ * on 6.1 pinned read-only registrations with FOLL_FORCE, which ignores a
+ * VMA's protection; rv's own pins never force, and GUP then refuses the
+ * same ranges, later.
  *
  * Lookup: an interval tree of the CACHED entries, O(log n + k) for k
  * entries overlapping the request; the first one that contains the request
@@ -47,7 +50,6 @@
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <rdma/ib_umem.h>
 
 #define RV_ACCESS_REMOTE (RV_ACCESS_REMOTE_WRITE | RV_ACCESS_REMOTE_READ)
 #define RV_ACCESS_ALL (RV_ACCESS_LOCAL_WRITE | RV_ACCESS_REMOTE)
@@ -144,7 +146,7 @@ static int rv_mr_get_frmr(struct rv_mr_cache *cache, u32 pages,
  * Make the keys of @frmrs unusable: invalidated into the pool while it
  * has room, deregistered otherwise.  MRs not @registered (or whose
  * registration failed) are in an unknown state: deregistered.  The
- * caller holds the device's rwsem for read and not @cache->lock.
+ * caller is in the device's read section and does not hold @cache->lock.
  */
 static void rv_mr_put_frmrs(struct rv_mr_cache *cache, struct rv_frmr *frmrs,
 			    u32 nr_mrs, bool registered)
@@ -168,7 +170,7 @@ static void rv_mr_put_frmrs(struct rv_mr_cache *cache, struct rv_frmr *frmrs,
 		ib_dereg_mr(frmrs[i].mr);
 }
 
-/* Deregister the pool's MRs; the caller holds the device's rwsem. */
+/* Deregister the pool's MRs: in the device's read section, or its removal. */
 static void rv_mr_pool_drain(struct rv_mr_cache *cache)
 {
 	struct ib_mr *mr;
@@ -185,27 +187,154 @@ static void rv_mr_pool_drain(struct rv_mr_cache *cache)
 	}
 }
 
+/* Undo rv_mr_pin(); the pages are dirtied if the device could write them. */
+static void rv_mr_unpin(struct rv_mr_entry *e)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	if (!e->pinned)
+		return;
+	for_each_sgtable_sg(&e->pages.sgt, sg, i)
+		unpin_user_page_range_dirty_lock(sg_page(sg),
+						 sg->length >> PAGE_SHIFT,
+						 e->access &
+						 RV_ACCESS_LOCAL_WRITE);
+	sg_free_append_table(&e->pages);
+	atomic64_sub(e->npages, &e->notifier.mm->pinned_vm);
+	e->pinned = false;
+}
+
 /*
- * Undo rv_mr_map(): the device forgets the pages, then they are unpinned.
- * The caller holds the device's rwsem for read and owns @e (NEW or DEAD).
+ * Pin @e's pages, charged to the process's pinned_vm against
+ * RLIMIT_MEMLOCK as ib_umem_get() does, with Linux 6.12's flags on every
+ * kernel (write only for writable access; 6.1's umem also forced
+ * read-only pins to write, breaking copy-on-write).  Outside the device's
+ * read section: faulting the pages in may wait on user space (a
+ * userfaultfd or FUSE backing) for as long as it likes, and no other
+ * user of the device, nor its removal, may wait for that.  @max_seg is
+ * the device's DMA segment limit.
+ */
+static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned int gup = FOLL_LONGTERM;
+	struct mm_struct *mm = e->notifier.mm;
+	u64 addr = e->it.start & PAGE_MASK;
+	u32 left = e->npages;
+	struct page **list;
+	int ret = 0;
+	long n;
+
+	if (e->access & RV_ACCESS_LOCAL_WRITE)
+		gup |= FOLL_WRITE;
+	if (atomic64_add_return(e->npages, &mm->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		ret = -ENOMEM;
+		goto out_uncharge;
+	}
+	list = (struct page **)__get_free_page(GFP_KERNEL);
+	if (!list) {
+		ret = -ENOMEM;
+		goto out_uncharge;
+	}
+	memset(&e->pages, 0, sizeof(e->pages));
+	while (left) {
+		n = pin_user_pages_fast(addr, min_t(u32, left, PAGE_SIZE /
+							sizeof(*list)),
+					gup, list);
+		if (n <= 0) {
+			ret = n ?: -EFAULT;
+			break;
+		}
+		ret = sg_alloc_append_table_from_pages(&e->pages, list, n, 0,
+						       n << PAGE_SHIFT, max_seg,
+						       left - n,
+						       GFP_KERNEL_ACCOUNT);
+		if (ret) {
+			unpin_user_pages(list, n);
+			break;
+		}
+		addr += n << PAGE_SHIFT;
+		left -= n;
+	}
+	free_page((unsigned long)list);
+	e->pinned = true;
+	if (!ret)
+		return 0;
+	/* What was pinned before the failure, and the charge. */
+	rv_mr_unpin(e);
+	return ret;
+
+out_uncharge:
+	atomic64_sub(e->npages, &mm->pinned_vm);
+	return ret;
+}
+
+/*
+ * DMA-map @e's pinned pages, keeping each page's DMA address so that a
+ * write finds its SGEs without walking a scatterlist.  In the device's
+ * read section.
+ */
+static int rv_mr_dma_map(struct rv_mr_entry *e, struct ib_device *ibdev)
+{
+	struct scatterlist *sg;
+	dma_addr_t dma, end;
+	unsigned int j;
+	u32 i = 0;
+	int ret;
+
+	ret = ib_dma_map_sgtable_attrs(ibdev, &e->pages.sgt,
+				       DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		return ret;
+	/*
+	 * Whole pages, the first one holding @e->it.start: exactly
+	 * @e->npages of them (a plain loop: no call per page).
+	 */
+	for_each_sgtable_dma_sg(&e->pages.sgt, sg, j) {
+		dma = sg_dma_address(sg);
+		end = dma + sg_dma_len(sg);
+		for (; dma < end && i < e->npages; dma += PAGE_SIZE)
+			e->dma[i++] = dma;
+	}
+	if (WARN_ON_ONCE(i != e->npages)) {
+		ib_dma_unmap_sgtable_attrs(ibdev, &e->pages.sgt,
+					   DMA_BIDIRECTIONAL, 0);
+		return -EFAULT;
+	}
+	e->mapped = true;
+	return 0;
+}
+
+static void rv_mr_dma_unmap(struct rv_mr_entry *e, struct ib_device *ibdev)
+{
+	if (!e->mapped)
+		return;
+	ib_dma_unmap_sgtable_attrs(ibdev, &e->pages.sgt, DMA_BIDIRECTIONAL, 0);
+	e->mapped = false;
+}
+
+/*
+ * Undo rv_mr_map(): the device forgets the pages, the rkeys first.  The
+ * caller owns @e (NEW or DEAD) and is in the device's read section, or
+ * comes after its removal, which left nothing registered or mapped.  The
+ * pages stay pinned (rv_mr_unpin()).
  */
 static void rv_mr_unmap(struct rv_mr_entry *e)
 {
-	/* The rkeys die before the pages behind them are unpinned. */
 	if (e->nr_frmrs)
 		rv_mr_put_frmrs(e->cache, e->frmrs, e->nr_frmrs, true);
 	e->nr_frmrs = 0;
 	e->nr_reused = 0;
-	if (e->umem) {
-		ib_umem_release(e->umem);
-		e->umem = NULL;
-	}
+	if (e->mapped)
+		rv_mr_dma_unmap(e, e->cache->job->pd->device);
 }
 
 /*
- * Deregister and free DEAD entries.  The caller holds the device's rwsem
- * for read (device removal, which clears ->frmrs and ->umem, holds it for
- * write) and not cache->lock.
+ * Deregister, unpin and free DEAD entries.  The caller is in the device's
+ * read section (or came after its removal, which deregistered and
+ * unmapped every entry it did not own) and does not hold cache->lock.
  */
 static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 {
@@ -215,6 +344,7 @@ static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 		list_del(&e->lru);
 		trace_rv_mr_free(e);
 		rv_mr_unmap(e);
+		rv_mr_unpin(e);
 		/* Waits for an invalidation of this range still running. */
 		mmu_interval_notifier_remove(&e->notifier);
 		spin_lock(&cache->lock);
@@ -224,19 +354,34 @@ static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 	}
 }
 
+/* rv_mr_free_list() for a caller outside the device's read section. */
+static void rv_mr_free_victims(struct rv_mr_cache *cache,
+			       struct list_head *victims)
+{
+	struct rv_device *dev = cache->job->dev;
+	int idx;
+
+	if (list_empty(victims))
+		return;
+	idx = rv_device_enter(dev, false);
+	rv_mr_free_list(cache, victims);
+	rv_device_leave(dev, idx);
+}
+
 static void rv_mr_free_work(struct work_struct *work)
 {
 	struct rv_mr_cache *cache = container_of(work, struct rv_mr_cache,
 						 free_work);
 	struct rv_device *dev = cache->job->dev;
 	LIST_HEAD(list);
+	int idx;
 
-	down_read(&dev->rwsem);
+	idx = rv_device_enter(dev, false);
 	spin_lock(&cache->lock);
 	list_splice_init(&cache->dead, &list);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &list);
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 }
 
 /*
@@ -326,6 +471,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	struct rv_mr_entry *e;
 	unsigned long index;
 	LIST_HEAD(list);
+	int idx;
 
 	if (!cache->job)
 		return;
@@ -337,7 +483,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	/* Its entries are on cache->dead, freed below. */
 	cancel_work_sync(&cache->free_work);
 
-	down_read(&dev->rwsem);
+	idx = rv_device_enter(dev, false);
 	spin_lock(&cache->lock);
 	xa_for_each(&cache->handles, index, e) {
 		if (e->state == RV_MR_DEAD)
@@ -352,7 +498,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &list);
 	rv_mr_pool_drain(cache);
-	up_read(&dev->rwsem);
+	rv_device_leave(dev, idx);
 	kvfree(cache->sgl);
 	cache->sgl = NULL;
 	cache->sgl_len = 0;
@@ -366,37 +512,41 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
  * rv_mr_cache_release_ib - deregister every MR before the device goes
  * @cache: a cache of a file of a job on the device
  *
- * Called by device removal with the device's rwsem held for write, so no
- * entry is being registered or freed meanwhile.  Entries leave the tree
- * (lookups would hand out a dead key); used ones stay until their handles
- * are dropped, unused ones are freed by the work item.
+ * Called by device removal once no read section of the device is left,
+ * so no entry is being registered (NEW ones may be pinning) or freed
+ * meanwhile.  Entries leave the tree (lookups would hand out a dead key);
+ * used ones stay until their handles are dropped, unused ones are freed
+ * by the work item.
  */
 void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 {
 	struct rv_mr_entry *e;
 	unsigned long index;
 	struct rv_frmr *frmrs;
-	struct ib_umem *umem;
 	u32 nr_frmrs, i;
 
 	xa_for_each(&cache->handles, index, e) {
 		spin_lock(&cache->lock);
+		/* A NEW entry is its registering task's: it finds -ENODEV. */
+		if (e->state == RV_MR_NEW) {
+			spin_unlock(&cache->lock);
+			continue;
+		}
 		frmrs = e->frmrs;
 		nr_frmrs = e->nr_frmrs;
 		e->nr_frmrs = 0;
-		umem = e->umem;
-		e->umem = NULL;
 		if (e->state == RV_MR_CACHED)
 			rv_mr_retire(cache, e);
 		spin_unlock(&cache->lock);
 		/*
-		 * Writes read ->dma only under the rwsem we hold for write,
-		 * which also keeps @e from being freed.
+		 * Writes read ->dma only in read sections, and none is left;
+		 * nor is any freeing of @e (its freer would be in one).
 		 */
 		for (i = 0; i < nr_frmrs; i++)
 			ib_dereg_mr(frmrs[i].mr);
-		if (umem)
-			ib_umem_release(umem);
+		/* An entry means an attached cache: job and PD are set. */
+		rv_mr_dma_unmap(e, cache->job->pd->device);
+		rv_mr_unpin(e);
 	}
 	rv_mr_pool_drain(cache);
 }
@@ -408,7 +558,7 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
  * @addr: start of the data, inside the registration
  * @length: bytes, at least 1
  *
- * Caller holds the device's rwsem for read (the pages stay mapped).
+ * Caller is in the device's read section (the pages stay mapped).
  * Returns the entry, or ERR_PTR(-ENOENT) (no such handle held by the
  * user), ERR_PTR(-ESTALE) (memory changed, or the device's MR is gone),
  * ERR_PTR(-ERANGE) (not inside the registration).
@@ -423,7 +573,7 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 	if (!e || !e->user_refs ||
 	    (e->state != RV_MR_CACHED && e->state != RV_MR_STALE))
 		e = ERR_PTR(-ENOENT);
-	else if (e->state == RV_MR_STALE || !e->umem)
+	else if (e->state == RV_MR_STALE || !e->mapped)
 		e = ERR_PTR(-ESTALE);
 	else if (addr < e->it.start || addr - e->it.start > e->length ||
 		 length > e->length - (addr - e->it.start))
@@ -451,8 +601,8 @@ void rv_mr_sge_start(struct rv_mr_sge_iter *it, const struct rv_mr_entry *e,
  * @max_bytes: bytes a work request may carry, at least 1
  * @bytes: out: bytes in @sge
  *
- * An SGE per run of DMA-contiguous pages.  The caller holds the device's
- * rwsem for read (->dma stays mapped).  Returns the SGEs filled, 0 once
+ * An SGE per run of DMA-contiguous pages.  The caller is in the device's
+ * read section (->dma stays mapped).  Returns the SGEs filled, 0 once
  * the walk is over.
  */
 u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
@@ -488,8 +638,8 @@ u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 }
 
 /*
- * Drop a write's reference, from its completion (which must not sleep or
- * take the device's rwsem): an unused STALE entry goes to the work item.
+ * Drop a write's reference, from its completion (which must not sleep):
+ * an unused STALE entry goes to the work item.
  */
 void rv_mr_put_io(struct rv_mr_entry *e)
 {
@@ -572,8 +722,8 @@ static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
 /*
  * Pinning is also bounded by RLIMIT_MEMLOCK, which the cache's own unused
  * entries may be using up: evict at least @length bytes of them, LRU
- * first.  Caller holds the device's rwsem for read, not cache->lock.
- * Returns whether anything was freed.
+ * first.  Caller is not in the device's read section and does not hold
+ * cache->lock.  Returns whether anything was freed.
  */
 static bool rv_mr_reclaim(struct rv_mr_cache *cache, u64 length)
 {
@@ -583,7 +733,7 @@ static bool rv_mr_reclaim(struct rv_mr_cache *cache, u64 length)
 	spin_lock(&cache->lock);
 	freed = rv_mr_evict_lru(cache, length, &victims);
 	spin_unlock(&cache->lock);
-	rv_mr_free_list(cache, &victims);
+	rv_mr_free_victims(cache, &victims);
 	return freed;
 }
 
@@ -629,8 +779,7 @@ u32 rv_mr_count_wrs(const struct rv_mr_entry *e, u64 addr, u64 length,
 }
 
 /*
- * ib_umem_get() pins read-only registrations with FOLL_FORCE: refuse
- * ranges the caller could not access itself (a PROT_NONE guard page,
+ * Refuse ranges the caller could not access itself (a PROT_NONE guard page,
  * write access to a read-only mapping).  An mprotect() after REG_MEM
  * leaves the pinned pages registered, as with any verbs MR.
  */
@@ -653,42 +802,6 @@ static int rv_mr_check_vmas(u64 addr, u64 length, bool writable)
 	}
 	mmap_read_unlock(mm);
 	return ret;
-}
-
-/*
- * Pin and DMA-map a registration, keeping each page's DMA address so that
- * a write finds its SGEs without walking a scatterlist.
- */
-static int rv_mr_pin(struct rv_mr_entry *e, struct ib_device *ibdev)
-{
-	struct ib_umem *umem;
-	struct scatterlist *sg;
-	dma_addr_t dma, end;
-	unsigned int j;
-	u32 i = 0;
-
-	umem = ib_umem_get(ibdev, e->it.start, e->length,
-			   rv_mr_ib_access(e->access));
-	if (IS_ERR(umem))
-		return PTR_ERR(umem);
-	/*
-	 * The umem's entries are whole pages, the first one holding
-	 * @e->it.start: exactly @e->npages of them (a plain loop, as
-	 * rdma_umem_for_each_dma_block() costs a call per page).
-	 */
-	for_each_sgtable_dma_sg(&umem->sgt_append.sgt, sg, j) {
-		dma = sg_dma_address(sg);
-		end = dma + sg_dma_len(sg);
-		for (; dma < end && i < e->npages; dma += PAGE_SIZE)
-			e->dma[i++] = dma;
-	}
-	if (WARN_ON_ONCE(i != e->npages ||
-			 ib_umem_num_dma_blocks(umem, PAGE_SIZE) != i)) {
-		ib_umem_release(umem);
-		return -EFAULT;
-	}
-	e->umem = umem;
-	return 0;
 }
 
 /* Blocks of 1 << @shift bytes (pages, key chunks) [start, last] spans. */
@@ -825,6 +938,11 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 		ret = rv_frwr_register(job, e->frmrs, nr_keys,
 				       rv_mr_ib_access(e->access));
 	if (!ret) {
+		/* For REG_MEM's answer, which does not use the device. */
+		for (nr = 0; nr < nr_keys; nr++) {
+			e->frmrs[nr].lkey = e->frmrs[nr].mr->lkey;
+			e->frmrs[nr].rkey = e->frmrs[nr].mr->rkey;
+		}
 		e->nr_frmrs = nr_keys;
 		return 0;
 	}
@@ -833,21 +951,32 @@ static int rv_mr_frwr(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
 	return ret;
 }
 
-/* Pin and map @e's pages for the device: see the top of this file. */
-static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
+/*
+ * The rkeys a registration needs: 0 without remote access, or an error
+ * when the device cannot give them (checked before anything is pinned).
+ */
+static int rv_mr_nr_keys(const struct rv_mr_entry *e)
 {
 	u32 nr_keys;
-	int ret;
 
 	if (!(e->access & RV_ACCESS_REMOTE))
-		return rv_mr_pin(e, job->pd->device);
+		return 0;
 	if (!e->key_shift)
 		return -EOPNOTSUPP;
 	nr_keys = rv_mr_nr_blocks(e->it.start, e->it.last, e->key_shift);
-	if (nr_keys > RV_MAX_REG_KEYS)
-		return -E2BIG;
-	ret = rv_mr_pin(e, job->pd->device);
-	if (ret)
+	return nr_keys > RV_MAX_REG_KEYS ? -E2BIG : nr_keys;
+}
+
+/*
+ * Map @e's pinned pages for the device and register its @nr_keys rkeys:
+ * see the top of this file.  In the device's read section.
+ */
+static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
+{
+	int ret;
+
+	ret = rv_mr_dma_map(e, job->pd->device);
+	if (ret || !nr_keys)
 		return ret;
 	ret = rv_mr_frwr(e, job, nr_keys);
 	if (ret)
@@ -859,7 +988,8 @@ static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job)
  * A NEW entry for [addr, addr + length), with room for the DMA address of
  * each page and (remote access) for an MR per key chunk, in one
  * allocation.  No room for MRs when the device has no fast registration
- * (key_shift 0) or the keys would be too many: rv_mr_map() refuses both.
+ * (key_shift 0) or the keys would be too many: rv_mr_nr_keys() refuses
+ * both.
  */
 static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
 				       u64 length, u32 access)
@@ -903,22 +1033,80 @@ static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
 }
 
 /*
+ * Map and register a NEW entry's pinned pages and cache it with one user
+ * reference, in one read section of the device, unless its memory changed
+ * since @seq.  Returns 0 (cached), -EAGAIN (changed: unmapped and
+ * unpinned, to be pinned again) or another error (unpinned).
+ */
+static int rv_mr_publish(struct rv_mr_entry *e, u32 nr_keys,
+			 unsigned long seq)
+{
+	struct rv_mr_cache *cache = e->cache;
+	struct rv_device *dev = cache->job->dev;
+	struct rv_mr_stats *s = &cache->stats;
+	int idx, ret;
+
+	idx = rv_device_enter(dev, true);
+	ret = idx < 0 ? idx : rv_mr_map(e, cache->job, nr_keys);
+	if (ret)
+		goto out_leave;
+
+	spin_lock(&cache->lock);
+	if (mmu_interval_read_retry(&e->notifier, seq)) {
+		spin_unlock(&cache->lock);
+		rv_mr_unmap(e);
+		ret = -EAGAIN;
+		goto out_leave;
+	}
+	e->state = RV_MR_CACHED;
+	interval_tree_insert(&e->it, &cache->tree);
+	s->entries++;
+	s->bytes += e->length;
+	s->max_entries = max(s->max_entries, s->entries);
+	s->max_bytes = max(s->max_bytes, s->bytes);
+	s->misses++;
+	if (e->nr_frmrs) {
+		s->fast_regs++;
+		s->fast_reg_keys += e->nr_frmrs;
+		s->fast_reg_reused += e->nr_reused;
+	}
+	rv_mr_get_user(cache, e);
+	trace_rv_mr_insert(e);
+	spin_unlock(&cache->lock);
+
+out_leave:
+	rv_device_leave(dev, idx);
+	if (ret)
+		rv_mr_unpin(e);
+	return ret;
+}
+
+/*
  * Register [addr, addr + length) for the current process and cache it
  * with one user reference.  Caller holds rf->lock (so registrations of a
- * file are serialised and the room made stays free) and the device's
- * rwsem for read.
+ * file are serialised and the room made stays free) and is not in the
+ * device's read section: the pages are pinned outside it, then mapped and
+ * registered in it.
  */
 static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 					u64 length, u32 access)
 {
 	struct rv_job *job = cache->job;
+	struct rv_device *dev = job->dev;
 	bool reclaimed = false;
 	struct rv_mr_entry *e;
+	unsigned int max_seg;
 	unsigned long seq;
 	LIST_HEAD(victims);
-	int tries;
-	int ret;
+	int tries, nr_keys;
+	int ret, idx;
 
+	idx = rv_device_enter(dev, true);
+	if (idx < 0) {
+		rv_device_leave(dev, idx);
+		return ERR_PTR(idx);
+	}
+	max_seg = ib_dma_max_seg_size(job->pd->device);
 	spin_lock(&cache->lock);
 	/*
 	 * Entries the MMU notifier killed go now rather than in the work
@@ -929,6 +1117,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	ret = rv_mr_make_room(cache, length, &victims);
 	spin_unlock(&cache->lock);
 	rv_mr_free_list(cache, &victims);
+	rv_device_leave(dev, idx);
 	if (ret)
 		goto out_count;
 
@@ -936,6 +1125,11 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	if (!e) {
 		ret = -ENOMEM;
 		goto out_count;
+	}
+	nr_keys = rv_mr_nr_keys(e);
+	if (nr_keys < 0) {
+		ret = nr_keys;
+		goto out_free;
 	}
 
 	ret = xa_alloc_cyclic(&cache->handles, &e->handle, e,
@@ -956,43 +1150,20 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 				       access & RV_ACCESS_LOCAL_WRITE);
 		if (ret)
 			goto out_remove;
-		ret = rv_mr_map(e, job);
-		/* RLIMIT_MEMLOCK of 0 without CAP_IPC_LOCK: still ENOMEM. */
-		if (ret == -EPERM)
-			ret = -ENOMEM;
-		if (ret) {
-			if (ret == -ENOMEM && !reclaimed &&
-			    rv_mr_reclaim(cache, length)) {
-				reclaimed = true;
-				continue;
-			}
-			goto out_remove;
-		}
-
-		spin_lock(&cache->lock);
-		if (!mmu_interval_read_retry(&e->notifier, seq)) {
-			struct rv_mr_stats *s = &cache->stats;
-
-			e->state = RV_MR_CACHED;
-			interval_tree_insert(&e->it, &cache->tree);
-			s->entries++;
-			s->bytes += length;
-			s->max_entries = max(s->max_entries, s->entries);
-			s->max_bytes = max(s->max_bytes, s->bytes);
-			s->misses++;
-			if (e->nr_frmrs) {
-				s->fast_regs++;
-				s->fast_reg_keys += e->nr_frmrs;
-				s->fast_reg_reused += e->nr_reused;
-			}
-			rv_mr_get_user(cache, e);
-			trace_rv_mr_insert(e);
-			spin_unlock(&cache->lock);
+		ret = rv_mr_pin(e, max_seg);
+		if (!ret)
+			ret = rv_mr_publish(e, nr_keys, seq);
+		if (!ret)
 			return e;
+		if (ret == -EAGAIN)
+			continue;
+		/* RLIMIT_MEMLOCK may be full of our unused entries. */
+		if (ret == -ENOMEM && !reclaimed &&
+		    rv_mr_reclaim(cache, length)) {
+			reclaimed = true;
+			continue;
 		}
-		spin_unlock(&cache->lock);
-		/* The pages changed while we pinned them: pin again. */
-		rv_mr_unmap(e);
+		goto out_remove;
 	}
 	ret = -EAGAIN;
 
@@ -1021,8 +1192,9 @@ static bool rv_mr_range_ok(u64 addr, u64 length)
  * Tell the caller the keys of the chunks its request touches, the first
  * in @rkey.  A request without remote access gets none, even from an
  * entry that has some (a send buffer inside a cached receive buffer).
- * The MRs cannot change: the caller holds a reference to @e and the
- * device's rwsem.  -EOVERFLOW when @rkeys is too short for them.
+ * The keys are the values recorded at registration (the caller holds a
+ * reference to @e, not the device: copying to user space may fault on
+ * memory user space serves).  -EOVERFLOW when @rkeys is too short.
  */
 static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 {
@@ -1032,15 +1204,16 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	cmd->lkey = 0;
 	cmd->rkey = 0;
 	cmd->rkey_shift = 0;
-	if (!e->nr_frmrs || !(cmd->access & RV_ACCESS_REMOTE)) {
+	/* 0 once device removal deregistered them. */
+	if (!READ_ONCE(e->nr_frmrs) || !(cmd->access & RV_ACCESS_REMOTE)) {
 		cmd->nr_rkeys = 0;
 		return 0;
 	}
 	first = (cmd->addr >> e->key_shift) - (e->it.start >> e->key_shift);
 	nr_keys = rv_mr_nr_blocks(cmd->addr, cmd->addr + cmd->length - 1,
 				  e->key_shift);
-	cmd->lkey = e->frmrs[first].mr->lkey;
-	cmd->rkey = e->frmrs[first].mr->rkey;
+	cmd->lkey = e->frmrs[first].lkey;
+	cmd->rkey = e->frmrs[first].rkey;
 	cmd->rkey_shift = e->key_shift;
 	if (nr_keys > cmd->nr_rkeys) {
 		cmd->nr_rkeys = nr_keys;
@@ -1048,7 +1221,7 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	}
 	cmd->nr_rkeys = nr_keys;
 	for (i = 0; i < nr_keys; i++)
-		if (put_user(e->frmrs[first + i].mr->rkey, &ukeys[i]))
+		if (put_user(e->frmrs[first + i].rkey, &ukeys[i]))
 			return -EFAULT;
 	return 0;
 }
@@ -1058,9 +1231,10 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	struct rv_mr_cache *cache = &rf->mr_cache;
 	struct rv_reg_mem *cmd = arg;
 	struct rv_mr_entry *e;
+	struct rv_device *dev;
 	LIST_HEAD(victims);
+	int ret, keys_ret, idx;
 	u32 access;
-	int ret, keys_ret;
 
 	if (cmd->flags || (cmd->access & ~RV_ACCESS_ALL) ||
 	    !rv_mr_range_ok(cmd->addr, cmd->length) ||
@@ -1071,10 +1245,22 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	if (access & RV_ACCESS_REMOTE_WRITE)
 		access |= RV_ACCESS_LOCAL_WRITE;
 
-	ret = rv_file_lock_dev(rf, true);
+	/*
+	 * Not in the device's read section throughout: a miss pins pages
+	 * and the answer goes to user memory, either of which may wait on
+	 * user space.  rf->lock serialises the file's commands.
+	 */
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
 	if (ret)
-		return ret;
-
+		goto out_unlock;
+	dev = rf->job->dev;
+	idx = rv_device_enter(dev, true);
+	if (idx < 0) {
+		rv_device_leave(dev, idx);
+		ret = idx;
+		goto out_unlock;
+	}
 	spin_lock(&cache->lock);
 	e = rv_mr_lookup(cache, cmd->addr, cmd->addr + cmd->length - 1,
 			 access);
@@ -1084,12 +1270,13 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		trace_rv_mr_hit(e);
 	}
 	spin_unlock(&cache->lock);
+	rv_device_leave(dev, idx);
 
 	if (!e) {
 		e = rv_mr_insert(cache, cmd->addr, cmd->length, access);
 		if (IS_ERR(e)) {
 			ret = PTR_ERR(e);
-			goto out_end;
+			goto out_unlock;
 		}
 	}
 
@@ -1107,10 +1294,10 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		spin_lock(&cache->lock);
 		rv_mr_put_user(cache, e, &victims);
 		spin_unlock(&cache->lock);
-		rv_mr_free_list(cache, &victims);
+		rv_mr_free_victims(cache, &victims);
 	}
-out_end:
-	rv_file_unlock_dev(rf);
+out_unlock:
+	mutex_unlock(&rf->lock);
 	return ret;
 }
 

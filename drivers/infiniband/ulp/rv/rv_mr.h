@@ -7,13 +7,13 @@
 
 #include <linux/interval_tree.h>
 #include <linux/mmu_notifier.h>
+#include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 struct ib_mr;
 struct ib_sge;
-struct ib_umem;
 struct rv_job;
 struct rv_file;
 struct rv_ucmd;
@@ -22,10 +22,14 @@ struct rv_ucmd;
  * struct rv_frmr - a fast-registration MR (rv_frwr.c)
  * @mr: from ib_alloc_mr(IB_MR_TYPE_MEM_REG) in the job's PD
  * @max_pages: pages it was allocated to map
+ * @lkey: @mr's lkey as registered, readable without the device
+ * @rkey: @mr's rkey as registered, likewise
  */
 struct rv_frmr {
 	struct ib_mr *mr;
 	u32 max_pages;
+	u32 lkey;
+	u32 rkey;
 };
 
 /*
@@ -56,11 +60,15 @@ enum rv_mr_state {
  * @it: [start, last] in the cache's interval tree while CACHED
  * @notifier: invalidates the entry when its memory changes
  * @cache: the cache it belongs to
- * @umem: the pinned, DMA-mapped pages; NULL once released (device
- *	removal)
- * @npages: entries in @dma
+ * @pages: the pinned pages as a scatterlist, charged to the process's
+ *	pinned_vm; pinned outside the device's read section (faulting them
+ *	in may wait on user space), DMA-mapped in it
+ * @pinned: @pages holds the pins (and the charge)
+ * @mapped: @pages is DMA-mapped for the device and @dma filled; cleared
+ *	by device removal
+ * @npages: entries in @dma, pages in @pages
  * @frmrs: room for a remote-access registration's fast-registration MRs
- *	over @umem, one per key chunk (rv_mr_key_chunk()), after @dma in
+ *	over @pages, one per key chunk (rv_mr_key_chunk()), after @dma in
  *	the entry's allocation; NULL without remote access
  * @nr_frmrs: MRs in @frmrs; 0 for local-only registrations, and once
  *	deregistered
@@ -73,18 +81,23 @@ enum rv_mr_state {
  * @state: see enum rv_mr_state
  * @user_refs: REG_MEM references not yet dropped by DEREG_MEM
  * @io_refs: references of I/O in flight
- * @dma: DMA address of each page of @umem, from the page holding
+ * @dma: DMA address of each page of @pages, from the page holding
  *	@it.start
  *
  * Everything but @notifier, @length, @handle, @access, @npages,
  * @key_shift and @frmrs (constant after creation) is protected by
- * @cache->lock.
+ * @cache->lock, except @pages, @pinned and @mapped: they change only
+ * while the entry is NEW or DEAD (by the one task that owns it then), or
+ * at device removal (when no read section is left); a write reads
+ * @mapped in one.
  */
 struct rv_mr_entry {
 	struct interval_tree_node it;
 	struct mmu_interval_notifier notifier;
 	struct rv_mr_cache *cache;
-	struct ib_umem *umem;
+	struct sg_append_table pages;
+	bool pinned;
+	bool mapped;
 	u32 npages;
 	struct rv_frmr *frmrs;
 	u32 nr_frmrs;
@@ -114,15 +127,16 @@ struct rv_mr_entry {
  * @closing: the file is closing; @free_work must not be queued again
  * @sgl: scratch scatterlist of @sgl_len entries for the MRs of a
  *	registration; registrations of a file are serialised by rv_file.lock
- * @job: the file's job, set at ATTACH; its device's rwsem is held (read)
- *	around every pin/registration and release so device removal sees
- *	each entry's MRs and pages either in @handles or gone
+ * @job: the file's job, set at ATTACH; every mapping, registration and
+ *	release of an entry runs in its device's read section, so device
+ *	removal sees each entry's MRs and mapping either in @handles or gone
  * @stats: the figures MR_STATS reports (size and flags unused)
  * @pool: fast-registration MRs of freed entries, invalidated by a
  *	completed IB_WR_LOCAL_INV and ready to be mapped again; @pool_len
  *	of them
  *
- * Lock order: rv_file.lock -> rv_device.rwsem -> @lock -> @handles' lock.
+ * Lock order: rv_file.lock -> (device read section) -> @lock -> @handles'
+ * lock.
  * The MMU notifier takes only @lock (it runs under mmap_lock and other
  * mm locks, so nothing that can wait on those may be held with @lock).
  */

@@ -17,11 +17,12 @@
  *  - when a QP is destroyed, rv_write_qp_drain() first moves it to the
  *    error state and waits (bounded) for a marker posted behind all
  *    writes: the hardware flushes them, in order, before the marker;
- *  - if that wait times out, the writes stay listed until the
- *    connection's CQs are freed (no completion can run after that) and
- *    rv_write_qp_flush() ends them with a flush status.
- * A closing file waits for its writes (rv_write_file_quiesce()), so a
- * completion always finds its file, ring and registration.
+ *  - if that wait times out, the QP and then its own CQ are destroyed
+ *    (no completion of the QP can run after that) and rv_write_qp_flush()
+ *    ends the writes still listed for it with a flush status.
+ * So every write ends by the time its QP is gone, and a closing file
+ * waits for its writes (rv_write_file_quiesce()): a completion always
+ * finds its file, ring and registration.
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -40,6 +41,7 @@
  * @rf: the posting file (waits for us at close)
  * @mr: the registration's entry with our io reference; NULL for 0 bytes
  * @qp: the QP slot the segments were posted on
+ * @iq: the QP of that slot they were posted on
  * @wr_id: the caller's
  * @pending: segments not completed yet (and, while posting, not posted)
  * @status: first error status, 0 while none (cmpxchg)
@@ -53,6 +55,7 @@ struct rv_write_ctx {
 	struct rv_file *rf;
 	struct rv_mr_entry *mr;
 	struct rv_conn_qp *qp;
+	struct rv_ibqp *iq;
 	u64 wr_id;
 	atomic_t pending;
 	u32 status;
@@ -169,17 +172,18 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
-					     recv_cqe);
+	struct rv_ibqp *iq = cq->cq_context;
+	struct rv_conn_qp *qp = iq->slot;
 	struct rv_conn *conn = qp->conn;
 	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
+	int ret = 0;
 
 	WRITE_ONCE(qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
 		/* Flushes: the QP is going away, its receives with it. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			atomic64_inc(&conn->recv_errors);
-			rv_cm_qp_fault(qp, wc->qp,
+			rv_cm_qp_fault(qp, iq->ibqp,
 				       ib_wc_status_msg(wc->status));
 		} else {
 			rv_cm_qp_flushed(qp);
@@ -193,22 +197,27 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&conn->recv_errors);	/* not rv's peer */
 
 	/*
-	 * The QP is alive: it is destroyed only after a drain, which waits
-	 * for this handler (same CQ) to have run.  In the error state the
-	 * receive is flushed.
+	 * The QP is alive: it is destroyed after a drain, which waits for
+	 * this handler (same CQ) to have run, or, when the drain timed out,
+	 * after @repost is cleared and an RCU grace period.  In the error
+	 * state the receive is flushed.
 	 */
-	if (ib_post_recv(wc->qp, &wr, NULL))
+	rcu_read_lock();
+	if (READ_ONCE(iq->repost))
+		ret = ib_post_recv(iq->ibqp, &wr, NULL);
+	rcu_read_unlock();
+	if (ret)
 		atomic64_inc(&conn->recv_errors);
 }
 
-int rv_write_post_recvs(struct rv_conn_qp *qp, struct ib_qp *ibqp)
+int rv_write_post_recvs(struct rv_ibqp *iq)
 {
-	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
+	struct ib_recv_wr wr = { .wr_cqe = &iq->slot->recv_cqe };
 	u32 i;
 	int ret;
 
-	for (i = 0; i < qp->conn->depth; i++) {
-		ret = ib_post_recv(ibqp, &wr, NULL);
+	for (i = 0; i < iq->slot->conn->depth; i++) {
+		ret = ib_post_recv(iq->ibqp, &wr, NULL);
 		if (ret)
 			return ret;
 	}
@@ -263,6 +272,8 @@ static void rv_write_hb_work(struct work_struct *work)
 		spin_lock(&qp->sq_lock);
 		busy = qp->hb_inflight;
 		qp->hb_inflight = true;
+		if (!busy)
+			qp->hb_iq = qp->cm_id->qp->qp_context;
 		spin_unlock(&qp->sq_lock);
 		if (busy)
 			continue;
@@ -316,73 +327,85 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 	INIT_LIST_HEAD(&qp->inflight);
 	qp->hb_cqe.done = rv_write_hb_done;
 	qp->last_activity = jiffies;
-	qp->sdrain.cqe.done = rv_drain_done;
-	qp->rdrain.cqe.done = rv_drain_done;
-	init_completion(&qp->sdrain.done);
-	init_completion(&qp->rdrain.done);
 }
 
-static void rv_drain_wait(struct rv_conn_qp *qp, struct rv_drain *d,
+void rv_write_ibqp_init(struct rv_ibqp *iq)
+{
+	iq->sdrain.cqe.done = rv_drain_done;
+	iq->rdrain.cqe.done = rv_drain_done;
+	init_completion(&iq->sdrain.done);
+	init_completion(&iq->rdrain.done);
+}
+
+static bool rv_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
 			  const char *which)
 {
-	if (!wait_for_completion_timeout(&d->done,
-					 msecs_to_jiffies(rv_drain_timeout_ms)))
-		pr_warn_ratelimited("job%u conn%u qp%u: %s queue drain timed out\n",
-				    qp->conn->job->id, qp->conn->id,
-				    qp->index, which);
+	const struct rv_conn_qp *qp = iq->slot;
+
+	if (wait_for_completion_timeout(&d->done,
+					msecs_to_jiffies(rv_drain_timeout_ms)))
+		return true;
+	pr_warn_ratelimited("job%u conn%u qp%u: %s queue drain timed out\n",
+			    qp->conn->job->id, qp->conn->id, qp->index, which);
+	return false;
 }
 
 /**
  * rv_write_qp_drain - complete everything posted on a QP before it goes
- * @qp: the QP slot
- * @ibqp: one of its QPs, about to be destroyed
+ * @iq: the QP, about to be destroyed
  *
- * Moves @ibqp to the error state and waits, at most drain_timeout_ms per
- * queue, for a marker posted behind every write and receive: the flushes
- * of everything before it have then been handled.  The markers live in
- * @qp, so a marker completing after a timeout touches nothing freed.
- * Caller holds neither @qp->conn->lock nor anything a completion takes.
+ * Moves the QP to the error state and waits, at most drain_timeout_ms
+ * per queue, for a marker posted behind every write and receive: the
+ * flushes of everything before it have then been handled.  Caller holds
+ * neither the connection's lock nor anything a completion takes.
+ *
+ * Return: true if both markers completed; false if completions of the QP
+ * may still come (the caller then stops reposts before destroying it).
  */
-void rv_write_qp_drain(struct rv_conn_qp *qp, struct ib_qp *ibqp)
+bool rv_write_qp_drain(struct rv_ibqp *iq)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct ib_rdma_wr swr = {
 		.wr = {
-			.wr_cqe = &qp->sdrain.cqe,
+			.wr_cqe = &iq->sdrain.cqe,
 			.opcode = IB_WR_RDMA_WRITE,
 			.send_flags = IB_SEND_SIGNALED,
 		},
 	};
-	struct ib_recv_wr rwr = { .wr_cqe = &qp->rdrain.cqe };
+	struct ib_recv_wr rwr = { .wr_cqe = &iq->rdrain.cqe };
 	bool sent, received;
 
-	if (ib_modify_qp(ibqp, &attr, IB_QP_STATE))
-		return;	/* never left RESET: nothing was posted */
-	reinit_completion(&qp->sdrain.done);
-	reinit_completion(&qp->rdrain.done);
-	sent = !ib_post_send(ibqp, &swr.wr, NULL);
-	received = !ib_post_recv(ibqp, &rwr, NULL);
-	if (sent)
-		rv_drain_wait(qp, &qp->sdrain, "send");
-	if (received)
-		rv_drain_wait(qp, &qp->rdrain, "receive");
+	if (ib_modify_qp(iq->ibqp, &attr, IB_QP_STATE))
+		return false;
+	/* Each queue has a free entry for its marker: see rv_conn_qp. */
+	sent = !ib_post_send(iq->ibqp, &swr.wr, NULL);
+	received = !ib_post_recv(iq->ibqp, &rwr, NULL);
+	/* Both waits run: each is bounded, and a QP drains both queues. */
+	sent = sent && rv_drain_wait(iq, &iq->sdrain, "send");
+	received = received && rv_drain_wait(iq, &iq->rdrain, "receive");
+	return sent && received;
 }
 
 /*
- * End the writes no completion will end: the connection's CQs are freed
- * (after a drain timed out).  Caller holds the device's rwsem.
+ * End the writes posted on @iq that no completion ended: its drain timed
+ * out, and it and its CQ are destroyed, so none can now.
  */
-void rv_write_qp_flush(struct rv_conn_qp *qp)
+void rv_write_qp_flush(struct rv_ibqp *iq)
 {
-	struct rv_write_ctx *ctx;
+	struct rv_conn_qp *qp = iq->slot;
+	struct rv_write_ctx *ctx, *next;
+	LIST_HEAD(ended);
 
-	for (;;) {
-		spin_lock(&qp->sq_lock);
-		ctx = list_first_entry_or_null(&qp->inflight,
-					       struct rv_write_ctx, list);
-		spin_unlock(&qp->sq_lock);
-		if (!ctx)
-			return;
+	spin_lock(&qp->sq_lock);
+	list_for_each_entry_safe(ctx, next, &qp->inflight, list)
+		if (ctx->iq == iq)
+			list_move_tail(&ctx->list, &ended);
+	/* Nor will its heartbeat complete: let the next QP send one. */
+	if (qp->hb_inflight && qp->hb_iq == iq)
+		qp->hb_inflight = false;
+	spin_unlock(&qp->sq_lock);
+	/* rv_write_finish() unlinks each from @ended. */
+	list_for_each_entry_safe(ctx, next, &ended, list) {
 		rv_write_set_status(ctx, IB_WC_WR_FLUSH_ERR);
 		rv_write_finish(ctx);
 	}
@@ -440,6 +463,7 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 			q->sq_free -= segs;
 			qp = q;
 			ctx->qp = qp;
+			ctx->iq = q->cm_id->qp->qp_context;
 			atomic_set(&ctx->pending, segs);
 			list_add_tail(&ctx->list, &qp->inflight);
 		}
@@ -506,7 +530,7 @@ static int rv_write_conn_ready(const struct rv_conn *conn)
 
 /*
  * Post one write for @rf.  Caller holds rf->lock of an attached file used
- * by its owner, and the device's rwsem for read (not removed).
+ * by its owner, and is in the device's read section.
  */
 static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 {
@@ -602,31 +626,51 @@ int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	return ret;
 }
 
+/* Writes POST_WRITES copies in at a time, outside the device's section. */
+#define RV_POST_CHUNK	16
+
 int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		       void *arg)
 {
 	struct rv_post_writes *cmd = arg;
 	const struct rv_write __user *uw;
-	struct rv_write w;
-	int ret = 0;
+	struct rv_write w[RV_POST_CHUNK];
+	u32 n, copied, i;
+	int ret = 0, idx;
 
 	if (cmd->flags || cmd->posted || cmd->error || !cmd->count ||
 	    cmd->count > RV_MAX_POST_WRITES ||
 	    cmd->entry_size != sizeof(struct rv_write))
 		return -EINVAL;
 	uw = u64_to_user_ptr(cmd->writes);
-	ret = rv_file_lock_dev(rf, true);
-	if (ret)
-		return ret;
-	for (; cmd->posted < cmd->count; cmd->posted++) {
-		if (copy_from_user(&w, &uw[cmd->posted], sizeof(w)))
-			ret = -EFAULT;
-		else
-			ret = rv_write_post(rf, &w);
-		if (ret)
+	mutex_lock(&rf->lock);
+	ret = rv_file_check_owner(rf);
+	while (!ret && cmd->posted < cmd->count) {
+		/*
+		 * The copy may fault on memory user space serves: never in
+		 * the device's read section.  Entries copied whole are posted
+		 * before a fault is reported, as if copied one by one.
+		 */
+		n = min_t(u32, cmd->count - cmd->posted, RV_POST_CHUNK);
+		copied = n - DIV_ROUND_UP(copy_from_user(w, &uw[cmd->posted],
+							 n * sizeof(*w)),
+					  sizeof(*w));
+		idx = rv_device_enter(rf->job->dev, true);
+		if (idx < 0) {
+			rv_device_leave(rf->job->dev, idx);
+			ret = idx;
 			break;
+		}
+		for (i = 0; i < copied && !ret; i++) {
+			ret = rv_write_post(rf, &w[i]);
+			if (!ret)
+				cmd->posted++;
+		}
+		rv_device_leave(rf->job->dev, idx);
+		if (!ret && copied < n)
+			ret = -EFAULT;
 	}
-	rv_file_unlock_dev(rf);
+	mutex_unlock(&rf->lock);
 
 	if (!cmd->posted)
 		return ret;
@@ -674,9 +718,10 @@ static void rv_write_break_file(struct rv_file *rf)
 {
 	struct rv_job *job = rf->job;
 	struct rv_conn *conn;
+	int idx;
 	u32 i;
 
-	down_read(&job->dev->rwsem);
+	idx = rv_device_enter(job->dev, false);
 	mutex_lock(&rv_conn_list_lock);
 	list_for_each_entry(conn, &job->conns, job_list) {
 		mutex_lock(&conn->lock);
@@ -686,7 +731,7 @@ static void rv_write_break_file(struct rv_file *rf)
 		mutex_unlock(&conn->lock);
 	}
 	mutex_unlock(&rv_conn_list_lock);
-	up_read(&job->dev->rwsem);
+	rv_device_leave(job->dev, idx);
 }
 
 /**
@@ -694,29 +739,28 @@ static void rv_write_break_file(struct rv_file *rf)
  * @rf: the file, rf->lock held, still attached and holding its handles
  *
  * Writes on healthy QPs end within the transport's retry limits; after
- * RV_QUIESCE_MS the QPs still carrying ours are broken, which flushes
- * them within a drain.  Returns false if writes are still in flight even
- * then (a device that never completes them): the file must not be freed.
+ * RV_QUIESCE_MS the QPs still carrying ours are broken.  A broken QP is
+ * destroyed by its work, and every write on it ends by then, flushed or
+ * (drain timed out) ended by rv_write_qp_flush(): within two drain
+ * timeouts and the work's queueing.  The file is never freed, nor release
+ * left, while a write may still use it; a warning each RV_QUIESCE_MS says
+ * what it waits for.
  */
-bool rv_write_file_quiesce(struct rv_file *rf)
+void rv_write_file_quiesce(struct rv_file *rf)
 {
-	int left;
-
 	if (!rf->job)
-		return true;
+		return;
 	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
 			       msecs_to_jiffies(RV_QUIESCE_MS)))
-		return true;
+		return;
 	pr_warn_ratelimited("job%u slot%u: %d writes in flight at close: breaking their QPs\n",
 			    rf->job->id, rf->slot, atomic_read(&rf->inflight));
 	rv_write_break_file(rf);
-	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
-			       msecs_to_jiffies(4 * rv_drain_timeout_ms)))
-		return true;
-	left = atomic_read(&rf->inflight);
-	pr_err("job%u slot%u: %d writes never completed: leaking the file\n",
-	       rf->job->id, rf->slot, left);
-	return false;
+	while (!wait_event_timeout(rf->inflight_wait,
+				   !atomic_read(&rf->inflight),
+				   msecs_to_jiffies(RV_QUIESCE_MS)))
+		pr_warn("job%u slot%u: still waiting for %d writes at close\n",
+			rf->job->id, rf->slot, atomic_read(&rf->inflight));
 }
 
 int rv_write_init(void)

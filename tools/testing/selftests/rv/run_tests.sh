@@ -3,7 +3,7 @@
 #
 # run_tests.sh - run the rv VM test suite and report it as TAP.
 #
-# Each group of vm/tests.list ("<group> <nodes> <command...>") is one boot
+# Each group of vm/tests.list ("<group> <nodes>[x<vcpus>] <command...>") is one boot
 # of rv-vm.  The kselftest TAP lines each node's command prints are
 # re-emitted as one top-level result "<group>/node<i>/<name>", plus one
 # "<group>/node<i>/vm-health" per node that fails when the node timed out,
@@ -152,8 +152,10 @@ link_stalled() {
 link_reruns=()
 
 run_group() {
-	local group=$1 nodes=$2 cmd=$3 out=$outbase/$1 i f
-	local -a why
+	local group=$1 nodes=${2%x*} cmd=$3 out=$outbase/$1 i f
+	local -a why smp=()
+	# "2x2": 2 nodes of 2 vCPUs each, whatever the run's default.
+	[[ $2 == *x* ]] && smp=(--smp "${2#*x}")
 	echo "# $group: $nodes node(s): $cmd"
 	rm -rf "$out"
 	mkdir -p "$out"
@@ -164,7 +166,7 @@ run_group() {
 	# rv-vm's own status is not needed: the per-node files it leaves
 	# (.rc, .rc.timeout, .rc.setup, .dmesg) say more.
 	"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
-		"${vm_args[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
+		"${vm_args[@]}" "${smp[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
 	if link_stalled "$out" "$nodes"; then
 		# Once: a second stall is reported like any failure.  The
 		# first attempt stays for inspection; its results count nowhere.
@@ -174,7 +176,7 @@ run_group() {
 		mv "$out" "$out.link-stall"
 		mkdir -p "$out"
 		"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
-			"${vm_args[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
+			"${vm_args[@]}" "${smp[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
 	fi
 	sed 's/^/# /' "$out/rv-vm.log"
 

@@ -5,6 +5,16 @@
  *
  *   rv_conn_test -k KEY [-n NUM_CONN] [-d DELAY_MS] [-t TIMEOUT_MS]
  *                [-e EXPECT] [-s STATUS_FILE] [-1] PEER...
+ *   rv_conn_test -k KEY [-n NUM_CONN] -S MS PEER
+ *   rv_conn_test -k KEY [-n NUM_CONN] -0 [-s STATUS_FILE] PEER...
+ *
+ * -0: create the connections but never connect them; their state is
+ * expected to stay "idle".
+ *
+ * -S: a storm of connection creation: for MS milliseconds, create a
+ * connection to PEER and destroy it again, never connecting; prints
+ * "storm N" (the number of create/destroy pairs) and exits 0, or 1 on
+ * the first failed call.
  *
  * Attaches to $RV_IBDEV port 1 with the port's first RoCE v2 IPv4 GID and
  * job key KEY, sleeps DELAY_MS, creates and connects a connection to each
@@ -96,6 +106,8 @@ static bool peer_ok(const struct peer *p)
 	if (!strcmp(expect, "connected"))
 		return p->q.state == RV_CONN_STATE_CONNECTED &&
 		       p->q.connected == p->q.num_conn;
+	if (!strcmp(expect, "idle"))
+		return p->q.state == RV_CONN_STATE_IDLE;
 	return p->q.state == RV_CONN_STATE_ERROR &&
 	       !strcmp(expect, NAME(reason_names, p->q.reason));
 }
@@ -141,21 +153,48 @@ static int write_status(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_conn_test -k KEY [-n NUM_CONN] [-d DELAY_MS] [-t TIMEOUT_MS] [-e EXPECT] [-s STATUS_FILE] [-1] PEER...\n");
+	fprintf(stderr, "usage: rv_conn_test -k KEY [-n NUM_CONN] [-d DELAY_MS] [-t TIMEOUT_MS] [-e EXPECT] [-s STATUS_FILE] [-1] PEER...\n"
+		"       rv_conn_test -k KEY [-n NUM_CONN] -S MS PEER\n"
+		"       rv_conn_test -k KEY [-n NUM_CONN] -0 [-s STATUS_FILE] PEER...\n");
 	exit(2);
+}
+
+static int storm(struct rv *rv, struct peer *p, uint32_t ms)
+{
+	uint64_t end = rv_now_ms() + ms, n = 0;
+	int handle, ret;
+
+	while (rv_now_ms() < end) {
+		handle = rv_conn_create(rv, (struct sockaddr *)&p->sin,
+					sizeof(p->sin), NULL);
+		if (handle < 0) {
+			fprintf(stderr, "rv_conn_create: %s\n",
+				strerror(-handle));
+			return 1;
+		}
+		ret = rv_conn_destroy(rv, handle);
+		if (ret < 0) {
+			fprintf(stderr, "rv_conn_destroy: %s\n",
+				strerror(-ret));
+			return 1;
+		}
+		n++;
+	}
+	printf("storm %llu\n", (unsigned long long)n);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	uint32_t num_conn = 0, delay_ms = 0, timeout_ms = 20000;
+	uint32_t num_conn = 0, delay_ms = 0, timeout_ms = 20000, storm_ms = 0;
 	const char *key = NULL;
-	bool once = false;
+	bool once = false, no_connect = false;
 	struct rv_attach a;
 	struct rv *rv;
 	sigset_t set;
 	int c, i, ret, idx, gid, sig, rc;
 
-	while ((c = getopt(argc, argv, "k:n:d:t:e:s:1")) != -1) {
+	while ((c = getopt(argc, argv, "k:n:d:t:e:s:S:01")) != -1) {
 		switch (c) {
 		case 'k': key = optarg; break;
 		case 'n': num_conn = atoi(optarg); break;
@@ -163,6 +202,8 @@ int main(int argc, char **argv)
 		case 't': timeout_ms = atoi(optarg); break;
 		case 'e': expect = optarg; break;
 		case 's': status_file = optarg; break;
+		case 'S': storm_ms = atoi(optarg); break;
+		case '0': no_connect = true; expect = "idle"; break;
 		case '1': once = true; break;
 		default: usage();
 		}
@@ -204,6 +245,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rv_attach: %s\n", strerror(-ret));
 		return 1;
 	}
+	if (storm_ms)
+		return storm(rv, &peers[0], storm_ms);
 	if (delay_ms)
 		usleep(delay_ms * 1000);
 
@@ -216,13 +259,17 @@ int main(int argc, char **argv)
 			p->ret = p->handle;
 			continue;
 		}
+		if (no_connect) {
+			p->ret = rv_conn_query(rv, p->handle, &p->q);
+			continue;
+		}
 		p->ret = rv_conn_connect(rv, p->handle, timeout_ms);
 		p->ms = rv_now_ms();
 	}
 	for (i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
 
-		if (p->ret)
+		if (p->ret || no_connect)
 			continue;
 		ret = rv_conn_wait(rv, p->handle, timeout_ms + 10000, &p->q);
 		p->ms = rv_now_ms() - p->ms;

@@ -10,8 +10,10 @@
 #   conn.sh pair    2 nodes: creation order and timing, isolation (other
 #                   uid, other key, forged requests), reconnect after the
 #                   server side went away, churn (one side created and
-#                   torn down repeatedly), unreachable / no listener,
-#                   lifetime and unload, device removal
+#                   torn down repeatedly), a CONN_CREATE/DESTROY storm
+#                   next to another job's connects, unreachable / no
+#                   listener, lifetime and unload, device removal
+#   conn.sh storm   2 nodes: idle connections own no CQ; the storm
 #
 # Nodes meet at barriers: files in the run's shared output directory.
 # Every wait is bounded.  rv's QPs are created through rdma_cm, so "rdma
@@ -24,7 +26,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
-mode=${1:?usage: conn.sh scale|pair}
+mode=${1:?usage: conn.sh scale|pair|storm}
 me=$RV_NODE
 T=$RV_REPO/tools/testing/selftests/rv
 CT=$T/rv_conn_test
@@ -291,6 +293,77 @@ churn() {
 	barrier churn-end || true
 }
 
+# connect_ms KEY: one connect of job KEY to the other node (both nodes
+# start it at a barrier and keep it until both are done); prints its
+# connect time in ms, or 99999 if it failed.
+connect_ms() {
+	local st=$work/storm.$1 pid
+	barrier "storm-$1" || true
+	$CT -k "$1" -t 30000 -s "$st" "$(rv_node_ip $((1 - me)))" 2>/dev/null &
+	pid=$!
+	wait_status "$st"
+	barrier "storm-$1-done" || true
+	stop_all "$pid"
+	if grep -q '^result ok' "$st"; then
+		sed -n 's/^peer .* ms \([0-9]*\)$/\1/p' "$st"
+	else
+		sed 's/^/# /' "$st" >&2
+		echo 99999
+	fi
+}
+
+# Connections created but not connected own no CQ (nor QP): creating one
+# costs a little memory, whatever num_conn is.
+idle_conns() {
+	local pid st=$work/idle c q
+	$CT -k "i$run" -n 16 -0 -s "$st" 10.77.0.99 10.77.0.98 2>/dev/null &
+	pid=$!
+	wait_status "$st"
+	tap_run idle-created all_ok "$st"
+	c=$(count_cqs)
+	q=$(count_qps)
+	tap_diag "2 connections of 16 QPs created, not connected: $c rv CQs, $q rv QPs"
+	tap_run idle-no-cqs test "$c" -eq 0 -a "$q" -eq 0
+	stop_all "$pid"
+}
+
+# A storm of CONN_CREATE/DESTROY (two jobs of one process per node, 16
+# QPs per connection, never connected) while another job connects the
+# nodes 4 times: incoming requests need the node-wide connection list,
+# which creation must not hold for long.  Each connect under the storm
+# must take at most 3 times the slowest of 4 without it, plus 1 s.
+storm() {
+	local i ms base=0 worst=0 n=4 pids=() peer dur c procs=${RV_STORM_PROCS:-2}
+	peer=$(rv_node_ip $((1 - me)))
+	for ((i = 0; i < n; i++)); do
+		ms=$(connect_ms "sb$run$i")
+		((ms > base)) && base=$ms
+	done
+	barrier storm-go || true
+	dur=$(rv_secs 15)000
+	for ((i = 0; i < procs; i++)); do
+		"$CT" -k "sx$run$i" -n 16 -S "$dur" "$peer" >"$work/storm-x.$i" 2>&1 &
+		pids+=($!)
+	done
+	sleep 1
+	for ((i = 0; i < n; i++)); do
+		ms=$(connect_ms "sc$run$i")
+		((ms > worst)) && worst=$ms
+	done
+	for ((i = 0; i < procs; i++)); do
+		wait "${pids[$i]}" || tap_diag "storm $i: $(cat "$work/storm-x.$i")"
+	done
+	c=$(cat "$work"/storm-x.* | awk '/^storm/ { n += $2 } END { print n + 0 }')
+	tap_diag "storm node$me: $c creates+destroys in ${dur} ms; slowest connect $base ms alone, $worst ms during the storm"
+	tap_run storm-ran test "$c" -gt 0
+	if ((worst <= 3 * base + 1000)); then
+		tap_ok storm-connect-bounded
+	else
+		tap_fail storm-connect-bounded "slowest connect $worst ms during the storm, $base ms without: bound $((3 * base + 1000)) ms"
+	fi
+	barrier storm-end 120 || true
+}
+
 # Bounded failures: node0 only; node1 idles at the barrier.
 failures() {
 	local t0 t1
@@ -392,8 +465,15 @@ pair)
 	else
 		tap_skip trace-conn-events "no tracefs"
 	fi
+	# After the trace check: its events would fill the trace buffer.
+	idle_conns
+	storm
 	lifetime
 	device_removal
+	;;
+storm)
+	idle_conns
+	storm
 	;;
 *)
 	echo "unknown mode $mode" >&2

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rv_poll_test - poll() wakeups under a long stream of events (2 nodes).
+ *
+ *   rv_poll_test -N NODE [-n EVENTS] [-T SECONDS] PEER_IP
+ *
+ * Node 0 posts EVENTS zero-byte writes with immediate to node 1 from one
+ * thread, at most INFLIGHT at a time, while another thread sleeps in
+ * rv_wait_events() (poll()) until their SEND events arrive and consumes
+ * them; on node 1 a thread waits the same way for the RECV events.  The
+ * consumers sleep whenever their ring is empty, so each of the EVENTS
+ * events can race a poll() going to sleep: a wait that times out
+ * (WAIT_MS) with events pending is a missed wakeup.  Prints "check
+ * PASS|FAIL name" lines and a "poll" summary; exit status 0 when
+ * every check passed, 4 (kselftest skip) without a device.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rv_test_util.h"
+
+#define INFLIGHT	256
+#define WAIT_MS		5000
+#define BATCH		64
+
+static struct rv *rv;
+static uint32_t handle;
+static uint64_t events = 1000000;
+static uint64_t deadline_ms;
+static int failures;
+
+/* What a consumer saw. */
+static struct {
+	uint8_t *seen;		/* one byte per event: wr_id or imm */
+	uint64_t consumed;
+	uint64_t dups;
+	uint64_t bad;		/* wrong kind, error status, out of range */
+	uint64_t waits;		/* rv_wait_events() calls */
+	uint64_t missed;	/* waits that timed out with events pending */
+	uint64_t timeouts;	/* waits that timed out with nothing pending */
+	bool late;		/* ran past the deadline */
+} C;
+
+/* Producer's flow control: posted - consumed stays under INFLIGHT. */
+static pthread_mutex_t flow_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flow_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t flow_consumed;
+static bool flow_stop;		/* the consumer gave up */
+
+static void check(bool ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* "check PASS name" + a diagnostic, or "check FAIL name: why". */
+	printf(ok ? "check PASS %s\n# %s: " : "check FAIL %s: ", name, name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	failures += !ok;
+}
+
+static void account(const struct rv_event *ev, uint32_t kind)
+{
+	uint64_t id = kind == RV_EVENT_SEND ? ev->wr_id : ev->imm;
+
+	if (ev->kind != kind || ev->status || id >= events) {
+		C.bad++;
+		return;
+	}
+	if (C.seen[id]++)
+		C.dups++;
+}
+
+static void flow_update(uint64_t consumed, bool stop)
+{
+	pthread_mutex_lock(&flow_lock);
+	flow_consumed = consumed;
+	flow_stop = stop;
+	pthread_cond_signal(&flow_cond);
+	pthread_mutex_unlock(&flow_lock);
+}
+
+static void *consumer(void *arg)
+{
+	uint32_t kind = (uintptr_t)arg;
+	struct rv_event ev[BATCH];
+	int n = 0, i;
+
+	while (C.consumed < events) {
+		n = rv_poll_events(rv, ev, BATCH);
+		if (!n) {
+			if (rv_now_ms() > deadline_ms) {
+				C.late = true;
+				break;
+			}
+			C.waits++;
+			n = rv_wait_events(rv, WAIT_MS);
+			if (n > 0)
+				continue;
+			if (n < 0)
+				break;
+			/* Slept its whole time: was anything there? */
+			n = rv_poll_events(rv, ev, BATCH);
+			if (!n) {
+				C.timeouts++;
+				continue;
+			}
+			if (n > 0)
+				C.missed++;
+		}
+		if (n < 0)
+			break;
+		for (i = 0; i < n; i++)
+			account(&ev[i], kind);
+		C.consumed += n;
+		flow_update(C.consumed, false);
+	}
+	if (n < 0)
+		C.bad++;
+	/* Frees a producer waiting for room, whatever happened. */
+	flow_update(C.consumed, true);
+	return NULL;
+}
+
+/* Node 0: EVENTS writes, each ending in a SEND event here and a RECV there. */
+static int produce(uint64_t *eagain)
+{
+	struct rv_write w = { .conn_handle = handle };
+	uint64_t i;
+	int ret;
+
+	bool stop;
+
+	for (i = 0; i < events; i++) {
+		pthread_mutex_lock(&flow_lock);
+		while (!flow_stop && i - flow_consumed >= INFLIGHT)
+			pthread_cond_wait(&flow_cond, &flow_lock);
+		stop = flow_stop;
+		pthread_mutex_unlock(&flow_lock);
+		if (stop)
+			return -ECANCELED;
+		w.wr_id = i;
+		w.imm = i;	/* slot 0 of node 1: top bits 0 */
+		while ((ret = rv_post_write(rv, &w)) == -EAGAIN) {
+			++*eagain;
+			if (rv_now_ms() > deadline_ms)
+				return -ETIMEDOUT;
+			sched_yield();
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int connect_peer(const char *peer_ip)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rv_conn_query q;
+	int ret;
+
+	if (inet_pton(AF_INET, peer_ip, &sin.sin_addr) != 1)
+		return -EINVAL;
+	ret = rv_conn_create(rv, (struct sockaddr *)&sin, sizeof(sin), NULL);
+	if (ret < 0)
+		return ret;
+	handle = ret;
+	ret = rv_conn_connect(rv, handle, 60000);
+	if (ret)
+		return ret;
+	ret = rv_conn_wait(rv, handle, 70000, &q);
+	if (ret < 0)
+		return ret;
+	return q.state == RV_CONN_STATE_CONNECTED ? 0 : -ECONNREFUSED;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t t0, ms, eagain = 0, seconds = 600, i, missing = 0;
+	struct rv_attach a;
+	pthread_t thr;
+	int c, node = -1, idx, gid, ret;
+
+	while ((c = getopt(argc, argv, "N:n:T:")) != -1) {
+		switch (c) {
+		case 'N': node = atoi(optarg); break;
+		case 'n': events = strtoull(optarg, NULL, 0); break;
+		case 'T': seconds = strtoull(optarg, NULL, 0); break;
+		default: goto usage;
+		}
+	}
+	if ((node != 0 && node != 1) || optind + 1 != argc || !events ||
+	    events >= 1ULL << 26)
+		goto usage;
+
+	idx = rv_device_index(rv_test_ibdev());
+	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (idx < 0 || gid < 0) {
+		fprintf(stderr, "no device %s or no IPv4 RoCE v2 GID\n",
+			rv_test_ibdev());
+		return 4;
+	}
+	ret = rv_open(&rv, 0);
+	if (ret) {
+		fprintf(stderr, "rv_open: %s\n", strerror(-ret));
+		return ret == -ENOENT ? 4 : 1;
+	}
+	rv_attach_init(&a, idx, 4);
+	a.gid_index = gid;
+	memcpy(a.job_key, "poll", 4);
+	ret = rv_attach(rv, &a);
+	check(!ret && rv_slot(rv) == 0, "attach", "ret %d slot %d", ret,
+	      rv_slot(rv));
+	if (ret)
+		return 1;
+	ret = connect_peer(argv[optind]);
+	check(!ret, "connect", "%s", strerror(-ret));
+	if (ret)
+		return 1;
+
+	C.seen = calloc(events, 1);
+	if (!C.seen)
+		return 1;
+	t0 = rv_now_ms();
+	deadline_ms = t0 + seconds * 1000;
+	pthread_create(&thr, NULL, consumer,
+		       (void *)(uintptr_t)(node ? RV_EVENT_RECV : RV_EVENT_SEND));
+	ret = node ? 0 : produce(&eagain);
+	pthread_join(thr, NULL);
+	ms = rv_now_ms() - t0;
+	for (i = 0; i < events; i++)
+		missing += !C.seen[i];
+
+	printf("poll node%d: %llu events in %llu ms, %llu waits in poll(), %llu idle timeouts, %llu EAGAIN\n",
+	       node, (unsigned long long)C.consumed, (unsigned long long)ms,
+	       (unsigned long long)C.waits, (unsigned long long)C.timeouts,
+	       (unsigned long long)eagain);
+	check(!ret, "posted", "%s", strerror(-ret));
+	check(!missing && !C.dups && !C.bad, "events",
+	      "%llu missing, %llu twice, %llu wrong", (unsigned long long)missing,
+	      (unsigned long long)C.dups, (unsigned long long)C.bad);
+	check(!C.missed, "no-missed-wakeup",
+	      "%llu waits timed out with events pending",
+	      (unsigned long long)C.missed);
+	check(!C.late, "in-time", "%llu ms, budget %llu s",
+	      (unsigned long long)ms, (unsigned long long)seconds);
+	/* Both nodes stay until node 1 has everything: keep the QPs up. */
+	if (!node)
+		sleep(2);
+	rv_close(rv);
+	free(C.seen);
+	return failures ? 1 : 0;
+
+usage:
+	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] PEER_IP\n");
+	return 2;
+}

@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# poll.sh - rv_poll_test between the two nodes of a group (see tests.list):
+# node0 streams zero-byte writes with immediate to node1.
+#
+#   poll.sh [EVENTS]   a thread on each node sleeps in poll() whenever its
+#                      ring is empty; no wakeup may be missed, every event
+#                      arrives once (default 1000000, $RV_POLL_EVENTS)
+#   poll.sh teardown   3 rounds: node1's process is SIGKILLed in the middle
+#                      of the stream, so its QPs are torn down with
+#                      receive completions still arriving (run with
+#                      drain_timeout_ms=0: as if the device withheld its
+#                      flushes); then rv must unload on both nodes.  The
+#                      harness fails the run on any KASAN or other report.
+
+set -uo pipefail
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+: "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
+T=$RV_REPO/tools/testing/selftests/rv
+peer=$(rv_node_ip $((1 - RV_NODE)))
+shared=$(dirname "$RV_OUT")/poll-barriers
+mkdir -p "$shared"
+
+teardown() {
+	local round rc
+	for round in 1 2 3; do
+		rv_barrier "$shared" "round$round" || true
+		if ((RV_NODE == 0)); then
+			# Its writes fail once node1 is gone: only its end counts.
+			"$T/rv_poll_test" -N 0 -n 1000000 -T "$(rv_secs 30)" \
+				"$peer" >"$RV_OUT/teardown.$round" 2>&1
+			tap_diag "round $round: $(grep -m1 '^poll' "$RV_OUT/teardown.$round")"
+		else
+			timeout -s KILL "$(rv_secs 8)" "$T/rv_poll_test" -N 1 \
+				-n 1000000 -T 60 "$peer" \
+				>"$RV_OUT/teardown.$round" 2>&1
+			rc=$?
+			tap_run "killed-mid-stream-$round" test "$rc" -eq 137
+		fi
+	done
+	rv_barrier "$shared" teardown-done 120 || true
+	tap_run rmmod rmmod rv
+}
+
+if [[ ${1:-} == teardown ]]; then
+	teardown
+	tap_end
+	exit
+fi
+
+events=${1:-${RV_POLL_EVENTS:-1000000}}
+out=$RV_OUT/poll.out
+timeout "$(rv_secs 1200)" "$T/rv_poll_test" -N "$RV_NODE" -n "$events" \
+	-T "$(rv_secs 900)" "$peer" >"$out" 2>&1
+rc=$?
+tap_checks "" <"$out"
+if ((TAP_CHECKS == 0)); then
+	tap_fail poll-ran "rv_poll_test exit status $rc, no check"
+else
+	tap_run exit-status test "$rc" -eq 0
+fi
+tap_end
