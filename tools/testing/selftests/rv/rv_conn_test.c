@@ -221,18 +221,9 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
-	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
-	if (idx < 0 || gid < 0) {
-		fprintf(stderr, "no device %s or no IPv4 RoCE v2 GID\n",
-			rv_test_ibdev());
-		return 4;
-	}
-	ret = rv_open(&rv, 0);
-	if (ret) {
-		fprintf(stderr, "rv_open: %s\n", strerror(-ret));
-		return ret == -ENOENT ? 4 : 1;
-	}
+	ret = rv_test_open(&rv, &idx, &gid);
+	if (ret)
+		return ret;
 	memset(&a, 0, sizeof(a));
 	a.dev_index = idx;
 	a.port_num = RV_TEST_PORT;

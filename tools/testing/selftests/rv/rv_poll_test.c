@@ -202,18 +202,9 @@ int main(int argc, char **argv)
 	    events >= 1ULL << 26)
 		goto usage;
 
-	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
-	if (idx < 0 || gid < 0) {
-		fprintf(stderr, "no device %s or no IPv4 RoCE v2 GID\n",
-			rv_test_ibdev());
-		return 4;
-	}
-	ret = rv_open(&rv, 0);
-	if (ret) {
-		fprintf(stderr, "rv_open: %s\n", strerror(-ret));
-		return ret == -ENOENT ? 4 : 1;
-	}
+	ret = rv_test_open(&rv, &idx, &gid);
+	if (ret)
+		return ret;
 	rv_attach_init(&a, idx, 4);
 	a.gid_index = gid;
 	memcpy(a.job_key, "poll", 4);

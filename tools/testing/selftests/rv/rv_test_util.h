@@ -254,6 +254,31 @@ static inline bool rv_keys_parse(const char *text, uint32_t *keys,
 }
 
 /* CLOCK_MONOTONIC in milliseconds. */
+/*
+ * Open /dev/rv for a program that attaches to $RV_IBDEV port 1 with the
+ * port's first IPv4 RoCE v2 GID: stores the device index and GID index.
+ * Returns 0, or the exit status to leave with (4, kselftest's skip, when
+ * the device, the GID or rv is missing; 1 otherwise), having said why.
+ */
+static inline int rv_test_open(struct rv **rvp, int *dev_index, int *gid)
+{
+	int ret;
+
+	*dev_index = rv_device_index(rv_test_ibdev());
+	*gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	if (*dev_index < 0 || *gid < 0) {
+		fprintf(stderr, "no device %s or no IPv4 RoCE v2 GID\n",
+			rv_test_ibdev());
+		return 4;
+	}
+	ret = rv_open(rvp, 0);
+	if (ret) {
+		fprintf(stderr, "rv_open: %s\n", strerror(-ret));
+		return ret == -ENOENT ? 4 : 1;
+	}
+	return 0;
+}
+
 static inline uint64_t rv_now_ms(void)
 {
 	struct timespec ts;

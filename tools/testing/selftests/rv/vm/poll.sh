@@ -30,7 +30,7 @@ teardown() {
 		rv_barrier "$shared" "round$round" || true
 		if ((RV_NODE == 0)); then
 			# Its writes fail once node1 is gone: only its end counts.
-			"$T/rv_poll_test" -N 0 -n 1000000 -T "$(rv_secs 30)" \
+			"$T/rv_poll_test" -N 0 -n 1000000 -T "$(rv_secs 14)" \
 				"$peer" >"$RV_OUT/teardown.$round" 2>&1
 			tap_diag "round $round: $(grep -m1 '^poll' "$RV_OUT/teardown.$round")"
 		else
