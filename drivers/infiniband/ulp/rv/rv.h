@@ -17,8 +17,9 @@
  * never blocks and is never blocked by removal; removal marks the device
  * removed, waits for the sections in progress (synchronize_srcu()) and
  * releases everything.  No section sleeps on anything user space
- * controls (page faults on its memory, copies from or to it), so removal
- * waits only for bounded kernel work.
+ * controls (page faults on its memory, copies from or to it, the page
+ * locks that unpinning takes, the mm's invalidations that removing an MMU
+ * notifier waits for), so removal waits only for bounded kernel work.
  *
  * Lock order (outermost first):
  *

@@ -634,7 +634,7 @@ static void rv_cm_work(struct work_struct *work)
 					     struct rv_conn_qp, work);
 	struct rv_conn *conn = qp->conn;
 	struct rdma_cm_id *dead = NULL, *stuck = NULL;
-	bool expired, start = false, hold = false;
+	bool expired, start = false, hold = false, unpark = false;
 
 	mutex_lock(&conn->lock);
 	if (conn->dead)
@@ -686,6 +686,15 @@ static void rv_cm_work(struct work_struct *work)
 		 */
 		stuck = qp->cm_id;
 		qp->cm_id = NULL;
+		/*
+		 * Parked like any failed id (none is, with an attempt out):
+		 * no accept may put a new QP on the slot while this one
+		 * drains, or a late fault of it would mark the new one broken.
+		 */
+		if (!dead) {
+			qp->dead_id = stuck;
+			unpark = true;
+		}
 		qp->state = RV_QP_FAILED;
 		if (!qp->reason)
 			qp->reason = conn->client ? RV_CONN_REASON_UNREACHABLE :
@@ -724,7 +733,7 @@ out_unlock:
 	}
 	rv_cm_destroy_id(dead);
 	rv_cm_destroy_id(stuck);
-	if (dead) {
+	if (dead || unpark) {
 		mutex_lock(&conn->lock);
 		qp->dead_id = NULL;
 		mutex_unlock(&conn->lock);

@@ -257,6 +257,8 @@ static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
 		}
 		addr += n << PAGE_SHIFT;
 		left -= n;
+		/* Gigabytes of present pages pin without sleeping. */
+		cond_resched();
 	}
 	free_page((unsigned long)list);
 	e->pinned = true;
@@ -332,18 +334,40 @@ static void rv_mr_unmap(struct rv_mr_entry *e)
 }
 
 /*
- * Deregister, unpin and free DEAD entries.  The caller is in the device's
- * read section (or came after its removal, which deregistered and
- * unmapped every entry it did not own) and does not hold cache->lock.
+ * Freeing DEAD entries is two steps.  Their device part (MRs, DMA
+ * mapping) goes in the device's read section: rv_mr_unmap_list().  Their
+ * memory part (pins, notifier, the entry) goes after the section:
+ * rv_mr_release_list().  Unpinning dirties pages under their page lock,
+ * which a FUSE daemon can hold, and removing a notifier waits for the
+ * mm's invalidations in progress, which another thread can keep going:
+ * neither may hold up the device's removal.
  */
-static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
+
+/*
+ * The device part.  The caller owns the entries on @list and is in the
+ * device's read section, or came after its removal, which left nothing
+ * registered or mapped.
+ */
+static void rv_mr_unmap_list(struct list_head *list)
+{
+	struct rv_mr_entry *e;
+
+	list_for_each_entry(e, list, lru)
+		rv_mr_unmap(e);
+}
+
+/*
+ * The memory part, for entries rv_mr_unmap_list() has been through.  The
+ * caller is outside the device's read section and holds no cache->lock.
+ */
+static void rv_mr_release_list(struct rv_mr_cache *cache,
+			       struct list_head *list)
 {
 	struct rv_mr_entry *e, *tmp;
 
 	list_for_each_entry_safe(e, tmp, list, lru) {
 		list_del(&e->lru);
 		trace_rv_mr_free(e);
-		rv_mr_unmap(e);
 		rv_mr_unpin(e);
 		/* Waits for an invalidation of this range still running. */
 		mmu_interval_notifier_remove(&e->notifier);
@@ -354,7 +378,7 @@ static void rv_mr_free_list(struct rv_mr_cache *cache, struct list_head *list)
 	}
 }
 
-/* rv_mr_free_list() for a caller outside the device's read section. */
+/* Free DEAD entries; the caller is outside the device's read section. */
 static void rv_mr_free_victims(struct rv_mr_cache *cache,
 			       struct list_head *victims)
 {
@@ -364,24 +388,21 @@ static void rv_mr_free_victims(struct rv_mr_cache *cache,
 	if (list_empty(victims))
 		return;
 	idx = rv_device_enter(dev, false);
-	rv_mr_free_list(cache, victims);
+	rv_mr_unmap_list(victims);
 	rv_device_leave(dev, idx);
+	rv_mr_release_list(cache, victims);
 }
 
 static void rv_mr_free_work(struct work_struct *work)
 {
 	struct rv_mr_cache *cache = container_of(work, struct rv_mr_cache,
 						 free_work);
-	struct rv_device *dev = cache->job->dev;
 	LIST_HEAD(list);
-	int idx;
 
-	idx = rv_device_enter(dev, false);
 	spin_lock(&cache->lock);
 	list_splice_init(&cache->dead, &list);
 	spin_unlock(&cache->lock);
-	rv_mr_free_list(cache, &list);
-	rv_device_leave(dev, idx);
+	rv_mr_free_victims(cache, &list);
 }
 
 /*
@@ -496,9 +517,10 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	}
 	list_splice_init(&cache->dead, &list);
 	spin_unlock(&cache->lock);
-	rv_mr_free_list(cache, &list);
+	rv_mr_unmap_list(&list);
 	rv_mr_pool_drain(cache);
 	rv_device_leave(dev, idx);
+	rv_mr_release_list(cache, &list);
 	kvfree(cache->sgl);
 	cache->sgl = NULL;
 	cache->sgl_len = 0;
@@ -512,42 +534,47 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
  * rv_mr_cache_release_ib - deregister every MR before the device goes
  * @cache: a cache of a file of a job on the device
  *
- * Called by device removal once no read section of the device is left,
- * so no entry is being registered (NEW ones may be pinning) or freed
- * meanwhile.  Entries leave the tree (lookups would hand out a dead key);
- * used ones stay until their handles are dropped, unused ones are freed
- * by the work item.
+ * Called by device removal once no read section of the device is left.
+ * Entries leave the tree (lookups would hand out a dead key); their MRs
+ * and DMA mappings go now, their pins stay with them until they are
+ * freed (unpinning may wait on user space; the pages are the process's,
+ * not the device's).  Used entries stay until their handles are dropped,
+ * unused ones are freed by the work item.
+ *
+ * Entries are looked up under cache->lock, which their freeing takes to
+ * erase them: a NEW entry is its registering task's, which frees it
+ * without a read section when it finds -ENODEV, and so is a DEAD one
+ * with nothing of the device left (being freed after its section).
+ * Every other entry waits, mapped, for a freer that cannot start before
+ * removal is done (rv_device_enter() waits for it), so it can be used
+ * after cache->lock is dropped.
  */
 void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 {
+	unsigned long index = 0;
 	struct rv_mr_entry *e;
-	unsigned long index;
 	struct rv_frmr *frmrs;
 	u32 nr_frmrs, i;
 
-	xa_for_each(&cache->handles, index, e) {
-		spin_lock(&cache->lock);
-		/* A NEW entry is its registering task's: it finds -ENODEV. */
-		if (e->state == RV_MR_NEW) {
-			spin_unlock(&cache->lock);
+	spin_lock(&cache->lock);
+	for (; (e = xa_find(&cache->handles, &index, ULONG_MAX, XA_PRESENT));
+	     index++) {
+		if (e->state == RV_MR_NEW || (!e->nr_frmrs && !e->mapped))
 			continue;
-		}
 		frmrs = e->frmrs;
 		nr_frmrs = e->nr_frmrs;
 		e->nr_frmrs = 0;
 		if (e->state == RV_MR_CACHED)
 			rv_mr_retire(cache, e);
 		spin_unlock(&cache->lock);
-		/*
-		 * Writes read ->dma only in read sections, and none is left;
-		 * nor is any freeing of @e (its freer would be in one).
-		 */
+		/* Writes read ->dma only in read sections, and none is left. */
 		for (i = 0; i < nr_frmrs; i++)
 			ib_dereg_mr(frmrs[i].mr);
 		/* An entry means an attached cache: job and PD are set. */
 		rv_mr_dma_unmap(e, cache->job->pd->device);
-		rv_mr_unpin(e);
+		spin_lock(&cache->lock);
 	}
+	spin_unlock(&cache->lock);
 	rv_mr_pool_drain(cache);
 }
 
@@ -1116,8 +1143,9 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	list_splice_init(&cache->dead, &victims);
 	ret = rv_mr_make_room(cache, length, &victims);
 	spin_unlock(&cache->lock);
-	rv_mr_free_list(cache, &victims);
+	rv_mr_unmap_list(&victims);
 	rv_device_leave(dev, idx);
+	rv_mr_release_list(cache, &victims);
 	if (ret)
 		goto out_count;
 
@@ -1327,9 +1355,9 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	if (!ret)
 		cmd->refs = e->user_refs;
 	spin_unlock(&cache->lock);
-	rv_mr_free_list(cache, &victims);
-
+	rv_mr_unmap_list(&victims);
 	rv_file_unlock_dev(rf);
+	rv_mr_release_list(cache, &victims);
 	if (ret)
 		return ret;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
@@ -1439,9 +1467,9 @@ int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		cmd->freed_entries++;
 		cmd->freed_bytes += e->length;
 	}
-	rv_mr_free_list(cache, &victims);
+	rv_mr_unmap_list(&victims);
 	rv_file_unlock_dev(rf);
-
+	rv_mr_release_list(cache, &victims);
 	if (ret)
 		return ret;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));

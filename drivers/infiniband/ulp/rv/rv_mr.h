@@ -127,9 +127,10 @@ struct rv_mr_entry {
  * @closing: the file is closing; @free_work must not be queued again
  * @sgl: scratch scatterlist of @sgl_len entries for the MRs of a
  *	registration; registrations of a file are serialised by rv_file.lock
- * @job: the file's job, set at ATTACH; every mapping, registration and
- *	release of an entry runs in its device's read section, so device
- *	removal sees each entry's MRs and mapping either in @handles or gone
+ * @job: the file's job, set at ATTACH; an entry's mapping and
+ *	registration, and their undoing, run in its device's read section,
+ *	so device removal sees each entry's MRs and mapping either in
+ *	@handles or gone; pinning and unpinning run outside it
  * @stats: the figures MR_STATS reports (size and flags unused)
  * @pool: fast-registration MRs of freed entries, invalidated by a
  *	completed IB_WR_LOCAL_INV and ready to be mapped again; @pool_len
