@@ -2,7 +2,7 @@
 /*
  * rv_poll_test - poll() wakeups under a long stream of events (2 nodes).
  *
- *   rv_poll_test -N NODE [-n EVENTS] [-T SECONDS] PEER_IP
+ *   rv_poll_test -N NODE [-n EVENTS] [-T SECONDS] [-k END_SECONDS] PEER_IP
  *
  * Node 0 posts EVENTS zero-byte writes with immediate to node 1 from one
  * thread, at most INFLIGHT at a time, while another thread sleeps in
@@ -13,6 +13,13 @@
  * (WAIT_MS) with events pending is a missed wakeup.  Prints "check
  * PASS|FAIL name" lines and a "poll" summary; exit status 0 when
  * every check passed, 4 (kselftest skip) without a device.
+ *
+ * -k (node 0): node 1 is killed mid-stream, so the stream cannot finish.
+ * Once a post fails, or the time is up, every write posted must still
+ * end in exactly one SEND event, an error status being a valid end,
+ * within END_SECONDS: the writes of a QP torn down under them (its
+ * drain timed out, say) must not stay pending while the connection
+ * lives.  Checks "ended" and "no-missed-wakeup" only.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -22,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rv_test_util.h"
@@ -35,6 +43,7 @@ static uint32_t handle;
 static uint64_t events = 1000000;
 static uint64_t deadline_ms;
 static int failures;
+static uint64_t end_seconds;	/* -k: the peer is killed mid-stream */
 
 /* What a consumer saw. */
 static struct {
@@ -42,6 +51,7 @@ static struct {
 	uint64_t consumed;
 	uint64_t dups;
 	uint64_t bad;		/* wrong kind, error status, out of range */
+	uint64_t errors;	/* -k: writes that ended with an error */
 	uint64_t waits;		/* rv_wait_events() calls */
 	uint64_t missed;	/* waits that timed out with events pending */
 	uint64_t timeouts;	/* waits that timed out with nothing pending */
@@ -53,6 +63,8 @@ static pthread_mutex_t flow_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flow_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t flow_consumed;
 static bool flow_stop;		/* the consumer gave up */
+static uint64_t flow_target;	/* events the consumer waits for */
+static uint64_t flow_end_ms;	/* -k: when the posted writes must have ended */
 
 static void check(bool ok, const char *name, const char *fmt, ...)
 {
@@ -72,12 +84,30 @@ static void account(const struct rv_event *ev, uint32_t kind)
 {
 	uint64_t id = kind == RV_EVENT_SEND ? ev->wr_id : ev->imm;
 
-	if (ev->kind != kind || ev->status || id >= events) {
+	if (end_seconds && ev->kind == kind && ev->status && id < events)
+		C.errors++;
+	else if (ev->kind != kind || ev->status || id >= events) {
 		C.bad++;
 		return;
 	}
 	if (C.seen[id]++)
 		C.dups++;
+}
+
+/* pthread_cond_wait() for at most @ms; false when the time ran out. */
+static bool cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock,
+			 unsigned int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_cond_timedwait(cond, lock, &ts) != ETIMEDOUT;
 }
 
 static void flow_update(uint64_t consumed, bool stop)
@@ -89,16 +119,51 @@ static void flow_update(uint64_t consumed, bool stop)
 	pthread_mutex_unlock(&flow_lock);
 }
 
+static uint64_t target(void)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&flow_lock);
+	t = flow_target;
+	pthread_mutex_unlock(&flow_lock);
+	return t;
+}
+
+/*
+ * When the consumer gives up.  With -k, not before the producer has
+ * stopped (it stops by deadline_ms at the latest), then END_SECONDS later.
+ */
+static uint64_t consumer_deadline(void)
+{
+	uint64_t t = deadline_ms;
+
+	if (end_seconds) {
+		pthread_mutex_lock(&flow_lock);
+		t = flow_end_ms;
+		pthread_mutex_unlock(&flow_lock);
+	}
+	return t;
+}
+
+/* -k: the producer stopped after @posted writes; wait for their ends. */
+static void set_target(uint64_t posted)
+{
+	pthread_mutex_lock(&flow_lock);
+	flow_target = posted;
+	flow_end_ms = rv_now_ms() + end_seconds * 1000;
+	pthread_mutex_unlock(&flow_lock);
+}
+
 static void *consumer(void *arg)
 {
 	uint32_t kind = (uintptr_t)arg;
 	struct rv_event ev[BATCH];
 	int n = 0, i;
 
-	while (C.consumed < events) {
+	while (C.consumed < target()) {
 		n = rv_poll_events(rv, ev, BATCH);
 		if (!n) {
-			if (rv_now_ms() > deadline_ms) {
+			if (rv_now_ms() > consumer_deadline()) {
 				C.late = true;
 				break;
 			}
@@ -131,8 +196,11 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-/* Node 0: EVENTS writes, each ending in a SEND event here and a RECV there. */
-static int produce(uint64_t *eagain)
+/*
+ * Node 0: EVENTS writes, each ending in a SEND event here and a RECV
+ * there.  *@posted: how many were posted.
+ */
+static int produce(uint64_t *eagain, uint64_t *posted)
 {
 	struct rv_write w = { .conn_handle = handle };
 	uint64_t i;
@@ -143,7 +211,12 @@ static int produce(uint64_t *eagain)
 	for (i = 0; i < events; i++) {
 		pthread_mutex_lock(&flow_lock);
 		while (!flow_stop && i - flow_consumed >= INFLIGHT)
-			pthread_cond_wait(&flow_cond, &flow_lock);
+			if (!cond_wait_ms(&flow_cond, &flow_lock, 1000) &&
+			    rv_now_ms() > deadline_ms) {
+				/* Writes that never end (-k) block us here. */
+				pthread_mutex_unlock(&flow_lock);
+				return -ETIMEDOUT;
+			}
 		stop = flow_stop;
 		pthread_mutex_unlock(&flow_lock);
 		if (stop)
@@ -158,6 +231,7 @@ static int produce(uint64_t *eagain)
 		}
 		if (ret)
 			return ret;
+		++*posted;
 	}
 	return 0;
 }
@@ -185,21 +259,22 @@ static int connect_peer(const char *peer_ip)
 
 int main(int argc, char **argv)
 {
-	uint64_t t0, ms, eagain = 0, seconds = 600, i, missing = 0;
+	uint64_t t0, ms, eagain = 0, seconds = 600, i, missing = 0, posted = 0;
 	struct rv_attach a;
 	pthread_t thr;
 	int c, node = -1, idx, gid, ret;
 
-	while ((c = getopt(argc, argv, "N:n:T:")) != -1) {
+	while ((c = getopt(argc, argv, "N:n:T:k:")) != -1) {
 		switch (c) {
 		case 'N': node = atoi(optarg); break;
+		case 'k': end_seconds = strtoull(optarg, NULL, 0); break;
 		case 'n': events = strtoull(optarg, NULL, 0); break;
 		case 'T': seconds = strtoull(optarg, NULL, 0); break;
 		default: goto usage;
 		}
 	}
 	if ((node != 0 && node != 1) || optind + 1 != argc || !events ||
-	    events >= 1ULL << 26)
+	    events >= 1ULL << 26 || (end_seconds && node))
 		goto usage;
 
 	ret = rv_test_open(&rv, &idx, &gid);
@@ -223,18 +298,39 @@ int main(int argc, char **argv)
 		return 1;
 	t0 = rv_now_ms();
 	deadline_ms = t0 + seconds * 1000;
+	flow_target = events;
+	flow_end_ms = UINT64_MAX;
 	pthread_create(&thr, NULL, consumer,
 		       (void *)(uintptr_t)(node ? RV_EVENT_RECV : RV_EVENT_SEND));
-	ret = node ? 0 : produce(&eagain);
+	ret = node ? 0 : produce(&eagain, &posted);
+	if (end_seconds)
+		set_target(posted);
 	pthread_join(thr, NULL);
 	ms = rv_now_ms() - t0;
-	for (i = 0; i < events; i++)
+	for (i = 0; i < (end_seconds ? posted : events); i++)
 		missing += !C.seen[i];
 
 	printf("poll node%d: %llu events in %llu ms, %llu waits in poll(), %llu idle timeouts, %llu EAGAIN\n",
 	       node, (unsigned long long)C.consumed, (unsigned long long)ms,
 	       (unsigned long long)C.waits, (unsigned long long)C.timeouts,
 	       (unsigned long long)eagain);
+	if (end_seconds) {
+		/* The stream was cut: only the ends of what was posted count. */
+		printf("# stream stopped after %llu writes: %s\n",
+		       (unsigned long long)posted, strerror(-ret));
+		check(!missing && !C.dups && !C.bad, "ended",
+		      "%llu posted, %llu ended (%llu with an error), %llu never ended, %llu twice, %llu wrong, within %llu s",
+		      (unsigned long long)posted,
+		      (unsigned long long)C.consumed,
+		      (unsigned long long)C.errors,
+		      (unsigned long long)missing, (unsigned long long)C.dups,
+		      (unsigned long long)C.bad,
+		      (unsigned long long)end_seconds);
+		check(!C.missed, "no-missed-wakeup",
+		      "%llu waits timed out with events pending",
+		      (unsigned long long)C.missed);
+		goto out;
+	}
 	check(!ret, "posted", "%s", strerror(-ret));
 	check(!missing && !C.dups && !C.bad, "events",
 	      "%llu missing, %llu twice, %llu wrong", (unsigned long long)missing,
@@ -247,11 +343,12 @@ int main(int argc, char **argv)
 	/* Both nodes stay until node 1 has everything: keep the QPs up. */
 	if (!node)
 		sleep(2);
+out:
 	rv_close(rv);
 	free(C.seen);
 	return failures ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] PEER_IP\n");
+	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] [-k END_SECONDS] PEER_IP\n");
 	return 2;
 }

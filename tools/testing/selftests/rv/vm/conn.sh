@@ -327,6 +327,22 @@ idle_conns() {
 	stop_all "$pid"
 }
 
+# On a kernel with CONFIG_LOCK_STAT (the debug kernel): what the storm
+# did to rv_conn_list_lock, printed for the record (its hold times include
+# the request handler's QP creation, so they are not a verdict).
+lockstat_reset() {
+	[[ -w /proc/lock_stat ]] && echo 0 >/proc/lock_stat
+}
+lockstat_show() {
+	[[ -r /proc/lock_stat ]] || return 0
+	awk '$1 == "rv_conn_list_lock:" {
+		printf "lock_stat rv_conn_list_lock: %s contentions, wait max %s us, %s acquisitions, hold max %s us, hold avg %s us\n", $3, $5, $9, $11, $13
+	}
+	$1 == "rv_conn_list_lock" && $4 != "" {
+		printf "lock_stat rv_conn_list_lock: %s contentions at %s\n", $2, $4
+	}' /proc/lock_stat | while read -r line; do tap_diag "node$me: $line"; done
+}
+
 # A storm of CONN_CREATE/DESTROY (two jobs of one process per node, 16
 # QPs per connection, never connected) while another job connects the
 # nodes 4 times: incoming requests need the node-wide connection list,
@@ -340,6 +356,7 @@ storm() {
 		((ms > base)) && base=$ms
 	done
 	barrier storm-go || true
+	lockstat_reset
 	dur=$(rv_secs 15)000
 	for ((i = 0; i < procs; i++)); do
 		"$CT" -k "sx$run$i" -n 16 -S "$dur" "$peer" >"$work/storm-x.$i" 2>&1 &
@@ -353,6 +370,7 @@ storm() {
 	for ((i = 0; i < procs; i++)); do
 		wait "${pids[$i]}" || tap_diag "storm $i: $(cat "$work/storm-x.$i")"
 	done
+	lockstat_show
 	c=$(cat "$work"/storm-x.* | awk '/^storm/ { n += $2 } END { print n + 0 }')
 	tap_diag "storm node$me: $c creates+destroys in ${dur} ms; slowest connect $base ms alone, $worst ms during the storm"
 	tap_run storm-ran test "$c" -gt 0

@@ -11,8 +11,11 @@
 #                      of the stream, so its QPs are torn down with
 #                      receive completions still arriving (run with
 #                      drain_timeout_ms=0: as if the device withheld its
-#                      flushes); then rv must unload on both nodes.  The
-#                      harness fails the run on any KASAN or other report.
+#                      flushes), and node0's QPs with its writes on them:
+#                      every write node0 posted must end in one event
+#                      within 30 s; then rv must unload on both nodes.
+#                      The harness fails the run on any KASAN or other
+#                      report.
 
 set -uo pipefail
 # shellcheck source=tap.sh
@@ -29,10 +32,14 @@ teardown() {
 	for round in 1 2 3; do
 		rv_barrier "$shared" "round$round" || true
 		if ((RV_NODE == 0)); then
-			# Its writes fail once node1 is gone: only its end counts.
+			# Its writes fail once node1 is gone; every write it
+			# posted must still end, the ones on QPs whose drain
+			# timed out included ("round<N>-ended").
 			"$T/rv_poll_test" -N 0 -n 1000000 -T "$(rv_secs 14)" \
-				"$peer" >"$RV_OUT/teardown.$round" 2>&1
-			tap_diag "round $round: $(grep -m1 '^poll' "$RV_OUT/teardown.$round")"
+				-k "$(rv_secs 30)" "$peer" \
+				>"$RV_OUT/teardown.$round" 2>&1
+			tap_checks "round$round" <"$RV_OUT/teardown.$round"
+			((TAP_CHECKS)) || tap_fail "round$round-ran" "rv_poll_test printed no check"
 		else
 			timeout -s KILL "$(rv_secs 8)" "$T/rv_poll_test" -N 1 \
 				-n 1000000 -T 60 "$peer" \
