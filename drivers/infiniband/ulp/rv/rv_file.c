@@ -503,5 +503,4 @@ const struct file_operations rv_fops = {
 	.mmap = rv_mmap,
 	.poll = rv_poll,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = no_llseek,
 };
