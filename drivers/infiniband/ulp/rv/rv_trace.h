@@ -19,13 +19,18 @@ DECLARE_EVENT_CLASS(rv_device_class,
 	TP_ARGS(ibdev),
 	TP_STRUCT__entry(
 		__field(u32, index)
-		__string(name, dev_name(&ibdev->dev))
+		/*
+		 * A fixed array, not __string(): __assign_str() lost its
+		 * source argument in 6.10, and these events are rare.
+		 */
+		__array(char, name, IB_DEVICE_NAME_MAX)
 	),
 	TP_fast_assign(
 		__entry->index = ibdev->index;
-		__assign_str(name, dev_name(&ibdev->dev));
+		strscpy(__entry->name, dev_name(&ibdev->dev),
+			IB_DEVICE_NAME_MAX);
 	),
-	TP_printk("device %u %s", __entry->index, __get_str(name))
+	TP_printk("device %u %s", __entry->index, __entry->name)
 );
 
 #define DEFINE_RV_DEVICE_EVENT(name)					\
