@@ -58,6 +58,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rv_user_ioctls.h>
 
+#include "rv_compat.h"
 #include "rv_mr.h"
 #include "rv_ring.h"
 

@@ -137,7 +137,7 @@ int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma)
 	    !(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	/* Not inherited by fork: the child is not the ring's process. */
-	vma->vm_flags |= VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP;
+	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
 	for (off = 0; off < vma->vm_end - vma->vm_start; off += PAGE_SIZE) {
 		ret = vm_insert_page(vma, vma->vm_start + off,
 				     vmalloc_to_page(ring->area + off));

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rv: the one place where kernel versions differ.  rv builds against
+ * Debian's 6.1 and 6.12 LTS kernels; the .c files use 6.12's API, and what
+ * 6.1 lacks is defined here, each under one version check.  Included by
+ * rv.h.
+ */
+#ifndef RV_COMPAT_H
+#define RV_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/version.h>
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+/*
+ * 6.3 made vm_flags read-only behind setters that also write-lock the VMA
+ * for per-VMA locking; before that, mmap_lock held for writing (as it is
+ * in ->mmap) was all a change needed.
+ */
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	mmap_assert_write_locked(vma->vm_mm);
+	vma->vm_flags |= flags;
+}
+#endif
+
+#endif /* RV_COMPAT_H */
