@@ -8,15 +8,44 @@
 SHELL := /bin/bash
 
 # Debian's 6.1 kernel the VMs boot and the module builds against.  Not the
-# running kernel: this host may run anything.
-KVER ?= $(shell dpkg-query -W -f='$${Depends}' linux-headers-amd64 2>/dev/null | \
+# running kernel: this host may run anything.  KERNEL=6.12 picks bookworm's
+# 6.12 LTS instead (make module KERNEL=6.12, make lint KERNEL=6.12): the
+# newest headers that linux-headers-6.12-amd64 depends on, else the newest
+# installed linux-headers-6.12.*-amd64.  Differences between the two stay
+# in $(RV_DIR)/rv_compat.h.
+DEFAULT_KERNEL := 6.1
+# Lint also covers these when their headers are installed.
+OTHER_KERNELS := 6.12
+KERNEL ?= $(DEFAULT_KERNEL)
+meta_kver = $(shell dpkg-query -W -f='$${Depends}' $(1) 2>/dev/null | \
 	  sed -n 's/.*linux-headers-\([0-9][^ ,]*\).*/\1/p')
+glob_kver = $(shell ls -d /usr/src/linux-headers-$(1).*-amd64 2>/dev/null | \
+	  grep -Ev -- '-(cloud|rt)-amd64$$' | sort -V | tail -n 1 | \
+	  sed 's|.*/linux-headers-||')
+kver = $(or $(call meta_kver,linux-headers-$(1)-amd64),$(call glob_kver,$(1)))
+ifeq ($(KERNEL),$(DEFAULT_KERNEL))
+KVER ?= $(call meta_kver,linux-headers-amd64)
+else
+KVER ?= $(call kver,$(KERNEL))
+endif
 KDIR ?= /usr/src/linux-headers-$(KVER)
 KERNEL_IMAGE ?= /boot/vmlinuz-$(KVER)
 
 BUILD := $(CURDIR)/build
 RV_DIR := drivers/infiniband/ulp/rv
-RV_KO := $(RV_DIR)/rv.ko
+RV_SRCS = $(RV_DIR)/Makefile $(RV_DIR)/Kconfig \
+	$(filter-out %.mod.c,$(wildcard $(RV_DIR)/*.[ch]))
+# The default kernel's rv.ko is built in place; another kernel's in a copy
+# of the sources under build/ (an external module cannot put its objects
+# elsewhere before 6.13), so that the two never share objects.
+ifeq ($(KERNEL),$(DEFAULT_KERNEL))
+RV_OBJ_DIR := $(CURDIR)/$(RV_DIR)
+LINT_LOG_DIR := $(BUILD)
+else
+RV_OBJ_DIR := $(BUILD)/kernel-$(KERNEL)/rv
+LINT_LOG_DIR := $(BUILD)/kernel-$(KERNEL)
+endif
+RV_KO := $(RV_OBJ_DIR)/rv.ko
 SELFTESTS := tools/testing/selftests/rv
 LIBRV := lib/librv
 
@@ -35,6 +64,7 @@ LINUX_SRC_FILES := \
 DEBIAN_PACKAGES := \
 	build-essential gcc-multilib pkg-config kmod xz-utils bc flex bison \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
+	linux-headers-6.12-amd64 \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
@@ -42,11 +72,12 @@ DEBIAN_PACKAGES := \
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
 	openssh-server openssh-client
 
-KBUILD_ARGS := -C $(KDIR) M=$(CURDIR)/$(RV_DIR) CONFIG_INFINIBAND_RV=m \
+KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
-.PHONY: all setup packages module module-clean librv selftests examples check lint \
-	lint-w1 lint-sparse checkpatch clean debug-kernel debug-module \
+.PHONY: all setup packages module module-src module-clean librv selftests \
+	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel \
+	debug-module $(addprefix lint-kernel-,$(OTHER_KERNELS)) \
 	check-debug install uninstall install-dkms check-man rvstat librv-fi
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
@@ -65,12 +96,20 @@ $(CHECKPATCH) $(KSFT_DIR)/kselftest_harness.h: $(LINUX_SRC_TAR)
 	tar -xJf $(LINUX_SRC_TAR) -C $(BUILD) $(LINUX_SRC_FILES)
 	touch $(CHECKPATCH) $(KSFT_DIR)/kselftest_harness.h
 
-module:
-	@test -d $(KDIR) || { echo "no kernel headers at $(KDIR): run make setup" >&2; exit 1; }
+module: module-src
 	$(MAKE) $(KBUILD_ARGS) modules
 
+# Copies the sources for a kernel other than the default (cp -p: kbuild
+# rebuilds only what changed).
+module-src:
+	@test -d $(KDIR) || { echo "no kernel headers at $(KDIR): run make setup" >&2; exit 1; }
+ifneq ($(KERNEL),$(DEFAULT_KERNEL))
+	@mkdir -p $(RV_OBJ_DIR)
+	@cp -p $(RV_SRCS) $(RV_OBJ_DIR)/
+endif
+
 module-clean:
-	$(MAKE) $(KBUILD_ARGS) clean
+	$(if $(wildcard $(RV_OBJ_DIR)),$(MAKE) $(KBUILD_ARGS) clean)
 
 librv:
 	$(MAKE) -C $(LIBRV)
@@ -91,7 +130,7 @@ rvstat:
 	$(MAKE) -C tools/rvstat
 
 check: all
-	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(CURDIR)/$(RV_KO)
+	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(RV_KO)
 
 # ---- Installation ----------------------------------------------------------
 # "make install" puts the module where modprobe finds it before an in-kernel
@@ -199,8 +238,7 @@ debug-module: debug-kernel
 	@set -euo pipefail; \
 	dk=$$($(DEBUG_KERNEL_SH) -q); \
 	mkdir -p $(DEBUG_RV_DIR); \
-	cp -p $(RV_DIR)/Makefile $(RV_DIR)/Kconfig \
-		$(filter-out %.mod.c,$(wildcard $(RV_DIR)/*.[ch])) $(DEBUG_RV_DIR)/; \
+	cp -p $(RV_SRCS) $(DEBUG_RV_DIR)/; \
 	$(MAKE) -C $$dk/linux M=$(DEBUG_RV_DIR) CONFIG_INFINIBAND_RV=m \
 		KCFLAGS=-I$(CURDIR)/include/uapi modules
 
@@ -217,18 +255,35 @@ check-debug: debug-module librv selftests
 		--rv-args "$(RV_DEBUG_RV_ARGS)" --append "$(RV_DEBUG_APPEND)" \
 		--time-scale $(RV_DEBUG_TIME_SCALE)
 
-# Warning-free with W=1, sparse-clean and checkpatch --strict clean.
-lint: lint-w1 lint-sparse checkpatch
+# Warning-free with W=1, sparse-clean and checkpatch --strict clean: on
+# KERNEL and, when KERNEL is the default, on each of OTHER_KERNELS whose
+# headers are installed (a note names those without).
+ifeq ($(KERNEL),$(DEFAULT_KERNEL))
+LINT_KERNELS := $(foreach k,$(OTHER_KERNELS),$(if $(call kver,$(k)),$(k)))
+LINT_MISSING := $(filter-out $(LINT_KERNELS),$(OTHER_KERNELS))
+endif
+lint: lint-w1 lint-sparse checkpatch $(addprefix lint-kernel-,$(LINT_KERNELS))
+	$(if $(LINT_MISSING),@echo "lint: $(LINT_MISSING) not linted: no headers installed")
 
-lint-w1:
+# mkdir first: if tee cannot write the log, grep finds no warning in it.
+lint-w1: module-src
+	@mkdir -p $(LINT_LOG_DIR)
 	$(MAKE) $(KBUILD_ARGS) clean
-	$(MAKE) $(KBUILD_ARGS) W=1 modules 2>&1 | tee $(BUILD)/lint-w1.log
-	! grep -E 'warning:|error:' $(BUILD)/lint-w1.log
+	$(MAKE) $(KBUILD_ARGS) W=1 modules 2>&1 | tee $(LINT_LOG_DIR)/lint-w1.log
+	! grep -E 'warning:|error:' $(LINT_LOG_DIR)/lint-w1.log
 
-lint-sparse:
+lint-sparse: module-src
+	@mkdir -p $(LINT_LOG_DIR)
 	$(MAKE) $(KBUILD_ARGS) clean
-	$(MAKE) $(KBUILD_ARGS) C=1 modules 2>&1 | tee $(BUILD)/lint-sparse.log
-	! grep -E 'warning:|error:' $(BUILD)/lint-sparse.log
+	$(MAKE) $(KBUILD_ARGS) C=1 modules 2>&1 | tee $(LINT_LOG_DIR)/lint-sparse.log
+	! grep -E 'warning:|error:' $(LINT_LOG_DIR)/lint-sparse.log
+
+# After the default kernel's lint, so that make -j does not interleave the
+# two.  KVER and KDIR are set again: a value given on the command line for
+# the default kernel would otherwise reach this make too.
+$(addprefix lint-kernel-,$(OTHER_KERNELS)): lint-kernel-%: lint-w1 lint-sparse
+	$(MAKE) KERNEL=$* KVER=$(call kver,$*) \
+		KDIR=/usr/src/linux-headers-$(call kver,$*) lint-w1 lint-sparse
 
 # Trace headers follow the TRACE_EVENT() layout of include/trace/events/
 # (open-ended lines, aligned macro arguments), which --strict flags; those
