@@ -237,11 +237,12 @@ static int rv_frwr_post_wait(struct rv_job *job, struct rv_frwr_qp *f,
 
 	reinit_completion(&f->done);
 	/*
-	 * A software device (rxe) runs the work request and its completion
-	 * in tasklets.  Raised with bottom halves off, they run at
-	 * local_bh_enable() in this context rather than in ksoftirqd after a
-	 * context switch, so the wait below rarely sleeps.  Nothing for
-	 * hardware, whose completion comes with an interrupt.
+	 * 6.1's rxe runs the work request and its completion in tasklets.
+	 * Raised with bottom halves off, they run at local_bh_enable() in
+	 * this context rather than in ksoftirqd after a context switch, so
+	 * the wait below rarely sleeps.  Nothing for hardware, whose
+	 * completion comes with an interrupt, nor for 6.12's rxe, which
+	 * runs them in an unbound workqueue: there the wait sleeps.
 	 */
 	local_bh_disable();
 	ret = ib_post_send(f->qp, chain, &bad);
