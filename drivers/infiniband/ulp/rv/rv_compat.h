@@ -19,7 +19,8 @@
  */
 static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
-	mmap_assert_write_locked(vma->vm_mm);
+	/* Not mmap_assert_write_locked(): 6.1 does not export its dump_mm(). */
+	lockdep_assert_held_write(&vma->vm_mm->mmap_lock);
 	vma->vm_flags |= flags;
 }
 #endif
