@@ -456,6 +456,13 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 	qp = &conn->qps[index];
 
 	mutex_lock(&conn->lock);
+	/*
+	 * Hand over: the connection's release takes conn->lock before it
+	 * frees anything, so holding it keeps @conn; the node-wide list is
+	 * free for CONN_CREATE, CONN_DESTROY and other requests while the
+	 * QP and its CQ are created.
+	 */
+	mutex_unlock(&rv_conn_list_lock);
 	if (conn->dead) {
 		rej = RV_CM_REJ_NO_CONN;
 		goto out_unlock_conn;
@@ -505,6 +512,8 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 
 out_unlock_conn:
 	mutex_unlock(&conn->lock);
+	return rej;
+
 out_unlock_list:
 	mutex_unlock(&rv_conn_list_lock);
 	return rej;

@@ -25,7 +25,9 @@
  *           rv_conn.lock
  *
  * rdma_cm event handlers run in the CM's work context and take only
- * rv_conn_list_lock (connection requests) and rv_conn.lock.  Whoever
+ * rv_conn_list_lock (a connection request, to find its connection: it
+ * takes that connection's rv_conn.lock, then drops the list lock before
+ * creating a QP) and rv_conn.lock.  Whoever
  * destroys a cm_id (rdma_destroy_id() waits for its running handler)
  * therefore holds neither of those two; it may hold rv_file.lock and be in
  * a device's read section, which no handler enters.  No cm_id is ever destroyed
