@@ -64,7 +64,7 @@ LINUX_SRC_FILES := \
 DEBIAN_PACKAGES := \
 	build-essential gcc-multilib pkg-config kmod xz-utils bc flex bison \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
-	linux-headers-6.12-amd64 \
+	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
 	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
@@ -129,8 +129,20 @@ examples: librv
 rvstat:
 	$(MAKE) -C tools/rvstat
 
+# GROUPS="uapi mr": only these groups of vm/tests.list (default: all), e.g.
+# the subset CI runs on the second kernel (make check KERNEL=6.12 GROUPS=...).
+# Another kernel's results go to build/vm/tests-<KERNEL>/, so that a run on
+# it leaves the default kernel's where they are.
+GROUPS ?=
+ifeq ($(KERNEL),$(DEFAULT_KERNEL))
+CHECK_OUT := $(BUILD)/vm/tests
+else
+CHECK_OUT := $(BUILD)/vm/tests-$(KERNEL)
+endif
 check: all
-	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -- --rv-ko $(RV_KO)
+	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
+	$(SELFTESTS)/run_tests.sh -k $(KERNEL_IMAGE) -o $(CHECK_OUT) \
+		$(addprefix -g ,$(GROUPS)) -- --rv-ko $(RV_KO)
 
 # ---- Installation ----------------------------------------------------------
 # "make install" puts the module where modprobe finds it before an in-kernel
