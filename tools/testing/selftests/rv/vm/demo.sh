@@ -5,7 +5,8 @@
 # (examples/rv_rendezvous) between two VMs, as TAP: node 0 receives, node 1
 # sends to node 0's eth0 address; the RTS/CTS control messages go over TCP,
 # the data over rv.  Default sizes: 64 MiB in each of 1, 2, 4, 8 and
-# 16 MiB messages (16 MiB writes are split by rv: rxe's largest is 8 MiB).
+# 16 MiB messages, one rv write per key chunk of the receiver's buffer (so
+# within rxe's largest message: 8 MiB on 6.1, 2 GiB on 6.12).
 #
 # Results: the demo's exit status, and its own report checked against the
 # sizes asked for: every byte verified by the receiver, every write posted

@@ -63,8 +63,9 @@ tap_run() {
 }
 
 # tap_checks [PREFIX]: a test program's output on stdin as TAP. Its
-# "check PASS NAME" and "check FAIL NAME: WHY" lines become results named
-# PREFIX-NAME (NAME without a prefix), anything else a diagnostic. Sets
+# "check PASS NAME", "check FAIL NAME: WHY" and "check SKIP NAME: WHY" lines
+# become results named PREFIX-NAME (NAME without a prefix), anything else a
+# diagnostic. Sets
 # TAP_CHECKS to the number of checks read, so that a program that ran no
 # check can be failed. Read from a redirection, not a pipe: the counters
 # must survive in this shell.
@@ -80,6 +81,11 @@ tap_checks() {
 		"check FAIL "*)
 			line=${line#check FAIL }
 			tap_fail "$prefix${line%%: *}" "${line#*: }"
+			TAP_CHECKS=$((TAP_CHECKS + 1))
+			;;
+		"check SKIP "*)
+			line=${line#check SKIP }
+			tap_skip "$prefix${line%%: *}" "${line#*: }"
 			TAP_CHECKS=$((TAP_CHECKS + 1))
 			;;
 		"#"*) echo "$line" ;;
