@@ -22,7 +22,7 @@ rv_vm=$here/vm/rv-vm
 usage() {
 	cat <<EOF
 Usage: run_tests.sh [-g GROUP]... [-k KERNEL] [-m MODDIR] [-l LIST] [-o DIR]
-                    [-t SEC] [-- RV-VM-OPTION...]
+                    [-t SEC] [-p PREFIX] [-- RV-VM-OPTION...]
 
   -g GROUP   run only this group (repeatable; default: all of LIST)
   -k KERNEL  kernel image for the VMs (env RV_VM_KERNEL; default: rv-vm's)
@@ -31,6 +31,8 @@ Usage: run_tests.sh [-g GROUP]... [-k KERNEL] [-m MODDIR] [-l LIST] [-o DIR]
   -o DIR     where each group's rv-vm output goes, DIR/<group>/
              (default $repo/build/vm/tests)
   -t SEC     timeout per group (default 600)
+  -p PREFIX  put PREFIX before every result's name (e.g. "6.12/", so that
+             a run on another kernel reads apart from the default's)
   --         further options for rv-vm (e.g. --smp 2), also \$RV_VM_ARGS
 EOF
 }
@@ -41,7 +43,8 @@ moddir=${RV_VM_MODULES:-}
 list=$here/vm/tests.list
 outbase=$repo/build/vm/tests
 gtimeout=600
-while getopts "g:k:m:l:o:t:h" opt; do
+name_prefix=
+while getopts "g:k:m:l:o:t:p:h" opt; do
 	case $opt in
 	g) groups+=("$OPTARG") ;;
 	k) kernel=$OPTARG ;;
@@ -49,6 +52,7 @@ while getopts "g:k:m:l:o:t:h" opt; do
 	l) list=$OPTARG ;;
 	o) outbase=$OPTARG ;;
 	t) gtimeout=$OPTARG ;;
+	p) name_prefix=$OPTARG ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -63,7 +67,7 @@ n=0 passed=0 failed=0 skipped=0
 
 # emit OK|NOTOK NAME [DIRECTIVE]: one top-level result.
 emit() {
-	local verdict=$1 name=$2 directive=${3:-}
+	local verdict=$1 name=$name_prefix$2 directive=${3:-}
 	n=$((n + 1))
 	if [[ $verdict == ok ]]; then
 		if [[ $directive =~ ^[Ss][Kk][Ii][Pp] ]]; then
