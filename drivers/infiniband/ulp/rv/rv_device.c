@@ -86,12 +86,15 @@ unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max)
  *	is removed, after removal has released everything (nothing of the
  *	device is left to use, only memory to free) and outside any section
  *
- * A read section never waits for removal; only a caller without
- * @need_device that meets a removal in progress waits for it to finish
- * (bounded kernel work), outside the section so removal need not wait
- * for it in turn.  Not nested: sections are entered once per call path.
- * Every call is matched by rv_device_leave() with its answer, whatever
- * that is (so sparse can pair them).
+ * A read section never waits for removal.  A caller that meets a removal
+ * in progress waits for it to finish (bounded kernel work: nothing in it
+ * waits on user space), outside any section so removal need not wait for
+ * it in turn; the caller holds nothing removal takes (at most
+ * rv_file.lock).  So an -ENODEV means the removal is over: every write
+ * on the device has ended with its event and no receive can come.  Not
+ * nested: sections are entered once per call path.  Every call is matched
+ * by rv_device_leave() with its answer, whatever that is (so sparse can
+ * pair them).
  *
  * Return: an SRCU index (>= 0), during which @dev->ibdev and the jobs' ib
  * resources stay; RV_DEVICE_GONE when the device is removed and
@@ -107,10 +110,8 @@ int rv_device_enter(struct rv_device *dev, bool need_device)
 		return idx;
 	srcu_read_unlock(&dev->srcu, idx);
 	__acquire(&dev->srcu);	/* released by rv_device_leave() */
-	if (need_device)
-		return -ENODEV;
 	wait_for_completion(&dev->released);
-	return RV_DEVICE_GONE;
+	return need_device ? -ENODEV : RV_DEVICE_GONE;
 }
 
 void rv_device_leave(struct rv_device *dev, int idx)
