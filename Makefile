@@ -65,7 +65,8 @@ DEBIAN_PACKAGES := \
 	build-essential gcc-multilib pkg-config kmod xz-utils bc flex bison \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
-	linux-source-6.1 qemu-system-x86 busybox-static cpio iproute2 \
+	linux-source-6.1 linux-source-6.12 dkms \
+	qemu-system-x86 busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
 	man-db util-linux gnuplot-nox \
@@ -232,14 +233,20 @@ check-man:
 	$(MAKE) -s -C $(LIBRV) check-man
 
 # ---- Debug kernel: KASAN, lockdep, kmemleak, fault injection, UBSAN -------
-# Built from linux-source-6.1 by build-debug-kernel.sh and cached outside the
-# repo ($RV_DEBUG_KERNEL_CACHE, default /var/cache/rv-debug-kernel); the first
-# build takes a while, later calls only print the cache directory.  Not part
-# of "check": CI does not build it.
-DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/vm/build-debug-kernel.sh
+# Built from linux-source-$(KERNEL) by build-debug-kernel.sh and cached
+# outside the repo ($RV_DEBUG_KERNEL_CACHE, default /var/cache/rv-debug-kernel);
+# the first build takes a while, later calls only print the cache directory.
+# Not part of "check": CI does not build it.  KERNEL=6.12 builds and tests
+# the 6.12 one (make check-debug KERNEL=6.12).
+DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/vm/build-debug-kernel.sh -k $(KERNEL)
 # rv.ko for the debug kernel, built from a copy of the sources so that it
 # never mixes objects with the normal rv.ko built in place by "module".
-DEBUG_RV_DIR := $(BUILD)/debug-rv
+ifeq ($(KERNEL),$(DEFAULT_KERNEL))
+DEBUG_SUFFIX :=
+else
+DEBUG_SUFFIX := -$(KERNEL)
+endif
+DEBUG_RV_DIR := $(BUILD)/debug-rv$(DEBUG_SUFFIX)
 # The debug kernel under TCG is several times slower than Debian's: each
 # group gets a longer timeout and the VMs more memory (KASAN's shadow,
 # kmemleak and lockdep metadata).  Both can be overridden from the
@@ -282,7 +289,7 @@ check-debug: debug-module librv selftests
 	dk=$$($(DEBUG_KERNEL_SH) -q); \
 	$(SELFTESTS)/run_tests.sh -k $$dk/bzImage \
 		-m $$dk/modroot/lib/modules/$$(cat $$dk/release) \
-		-t $(RV_DEBUG_TIMEOUT) -o $(BUILD)/vm/tests-debug \
+		-t $(RV_DEBUG_TIMEOUT) -o $(BUILD)/vm/tests-debug$(DEBUG_SUFFIX) \
 		$(addprefix -g ,$(DEBUG_GROUPS)) -- \
 		--rv-ko $(DEBUG_RV_DIR)/rv.ko --mem $(RV_DEBUG_VM_MEM) \
 		--rv-args "$(RV_DEBUG_RV_ARGS)" --append "$(RV_DEBUG_APPEND)" \

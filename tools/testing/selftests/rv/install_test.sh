@@ -14,7 +14,7 @@ set -uo pipefail
 n=0
 failed=0
 stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+trap 'rm -rf "$stage" "$stage.dkms"' EXIT
 log=$stage.log
 T=tools/testing/selftests/rv
 
@@ -149,6 +149,47 @@ dkms_tree() {
 	modinfo "$d/${BUILT_MODULE_LOCATION[0]}rv.ko" | grep -E '^(name|vermagic):'
 }
 
+# "dkms install" proper, for both supported kernels at once, kept out of
+# the system's trees (--sourcetree, --dkmstree, --installtree; dkms still
+# reruns depmod on each kernel's /lib/modules, which indexes nothing of
+# rv).  Every kernel must end up with an rv.ko whose vermagic names it;
+# "dkms remove" must then take them all away again.
+dkms_both_kernels() {
+	local tree=$stage.dkms k ko series
+	local -a kvers=() kopts=() opts
+	command -v dkms >/dev/null || { echo "no dkms (make setup installs it)"; return 1; }
+	for series in 6.1 6.12; do
+		k=$(find /lib/modules -mindepth 2 -maxdepth 2 -name build \
+			-path "/lib/modules/$series.*-amd64/*" | sort -V | tail -n 1)
+		[[ -n $k ]] || { echo "no $series headers (make setup)"; return 1; }
+		k=${k%/build}
+		kvers+=("${k##*/}")
+		kopts+=(-k "${k##*/}")
+	done
+	opts=(--sourcetree "$tree/src" --dkmstree "$tree/var"
+	      --installtree "$tree/modules")
+	mkdir -p "$tree/var" || return 1
+	make -s install-dkms DESTDIR="$tree" DKMS_SRCDIR=/src || return 1
+	for k in "${kvers[@]}"; do
+		mkdir -p "$tree/modules/$k" || return 1
+	done
+	dkms add "${opts[@]}" "rv/$version_want" || return 1
+	nice -n 10 dkms install "${opts[@]}" "rv/$version_want" "${kopts[@]}" ||
+		return 1
+	for k in "${kvers[@]}"; do
+		ko=$(find "$tree/modules/$k/updates/dkms" -name 'rv.ko*' -print -quit)
+		[[ -n $ko ]] || { echo "$k: no rv.ko installed"; return 1; }
+		[[ $(modinfo -F vermagic "$ko") == "$k "* ]] ||
+			{ echo "$ko: vermagic $(modinfo -F vermagic "$ko")"; return 1; }
+		dkms status "${opts[@]}" "rv/$version_want" -k "$k" |
+			grep -q ": installed$" || { echo "$k: dkms status says otherwise"; return 1; }
+		echo "$k: $ko"
+	done
+	dkms remove "${opts[@]}" "rv/$version_want" --all || return 1
+	ko=$(find "$tree/modules" -name 'rv.ko*')
+	[[ -z $ko ]] || { echo "left after dkms remove: $ko"; return 1; }
+}
+
 uninstall_all() {
 	make -s uninstall DESTDIR="$stage" PREFIX=/usr || return 1
 	local left
@@ -167,6 +208,7 @@ check install-build-shared build_shared
 check install-run-shared run_shared
 check install-build-run-static build_run_static
 check install-dkms-tree-builds dkms_tree
+check dkms-install-both-kernels dkms_both_kernels
 check uninstall uninstall_all
 echo "1..$n"
 exit "$failed"

@@ -3,18 +3,20 @@
 #
 # build-debug-kernel.sh - build (once) the rv debug kernel for the test VMs.
 #
-# Usage: build-debug-kernel.sh [-f] [-q]
+# Usage: build-debug-kernel.sh [-f] [-q] [-k SERIES]
 #
 #   -f   rebuild even when the cache already holds this kernel
 #   -q   only print the cache directory (build if needed, log to a file)
+#   -k   kernel series: 6.1 (default) or 6.12
 #
-# Builds Linux 6.1 from Debian's linux-source-6.1 tarball with
+# Builds Linux SERIES from Debian's linux-source-SERIES tarball with
 # "make tinyconfig" + debug-kernel.config (next to this script): the few
 # drivers the VMs need built in, plus KASAN, lockdep, kmemleak, fault
-# injection and UBSAN.  The debug-kernel-*.patch files next to it are
-# applied first: fixes for driver bugs that the sanitizers would report
-# in every run (each says why).  The result is cached outside the repo,
-# keyed by the fragment, the patches, the source package and the compiler:
+# injection and UBSAN.  The debug-kernel-SERIES-*.patch files next to it
+# are applied first: fixes for driver bugs of that series that the
+# sanitizers would report in every run (each says why; 6.12 needs none).
+# The result is cached outside the repo, keyed by the series, the
+# fragment, the patches, the source package and the compiler:
 #
 #   ${RV_DEBUG_KERNEL_CACHE:-/var/cache/rv-debug-kernel}/<key>/
 #     bzImage          the kernel (rv-vm --kernel / run_tests.sh -k)
@@ -27,13 +29,14 @@
 # nice -n 19 with -j${RV_DEBUG_KERNEL_JOBS:-2}: other engineers run
 # CPU-heavy VM tests on the same machine.
 #
-# Env: RV_DEBUG_KERNEL_CACHE, RV_DEBUG_KERNEL_JOBS, LINUX_SRC_TAR.
+# Env: RV_DEBUG_KERNEL_CACHE, RV_DEBUG_KERNEL_JOBS, LINUX_SRC_TAR (the
+# tarball of the series).
 
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 fragment=$here/debug-kernel.config
-tarball=${LINUX_SRC_TAR:-/usr/src/linux-source-6.1.tar.xz}
+series=6.1
 cache=${RV_DEBUG_KERNEL_CACHE:-/var/cache/rv-debug-kernel}
 jobs=${RV_DEBUG_KERNEL_JOBS:-2}
 # Bump when the build recipe below changes in a way the key cannot see.
@@ -50,10 +53,11 @@ die() {
 }
 
 force=0 quiet=0
-while getopts "fqh" opt; do
+while getopts "fqk:h" opt; do
 	case $opt in
 	f) force=1 ;;
 	q) quiet=1 ;;
+	k) series=$OPTARG ;;
 	h) usage 0 ;;
 	*) usage ;;
 	esac
@@ -61,7 +65,9 @@ done
 shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || usage
 
-[[ -r $tarball ]] || die "no $tarball (apt-get install linux-source-6.1)"
+[[ $series =~ ^[0-9]+\.[0-9]+$ ]] || die "bad series -k $series"
+tarball=${LINUX_SRC_TAR:-/usr/src/linux-source-$series.tar.xz}
+[[ -r $tarball ]] || die "no $tarball (apt-get install linux-source-$series)"
 [[ -r $fragment ]] || die "no $fragment"
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || die "bad RV_DEBUG_KERNEL_JOBS=$jobs"
 
@@ -69,14 +75,20 @@ shift $((OPTIND - 1))
 # (or, for a tarball from elsewhere, its size and mtime), the fragment, the
 # patches and the compiler (out-of-tree modules must be built with the same
 # one).
-patches=("$here"/debug-kernel-*.patch)
+patches=("$here"/debug-kernel-"$series"-*.patch)
+# Lines for this series only, applied after the common fragment.
+series_fragment=$here/debug-kernel-$series.config
+fragments=("$fragment")
+[[ -e $series_fragment ]] && fragments+=("$series_fragment")
 [[ -e ${patches[0]} ]] || patches=()
-srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1 2>/dev/null || true)
+srcver=$(dpkg-query -W -f='${Version}' "linux-source-$series" 2>/dev/null || true)
+# 6.1's key predates -k and leaves the series out, so its cache stays valid.
 key=$( {
 	echo "recipe $recipe"
+	[[ $series == 6.1 ]] || echo "series $series"
 	echo "source $srcver $(stat -c '%s %Y' "$tarball")"
 	gcc --version | head -n1
-	cat "$fragment"
+	cat "${fragments[@]}"
 	[[ ${#patches[@]} -eq 0 ]] || cat "${patches[@]}"
 } | sha1sum | cut -c1-16)
 dir=$cache/$key
@@ -121,7 +133,7 @@ lowprio() {
 }
 
 lowprio tar -xJf "$tarball" -C "$dir"
-mv "$dir/linux-source-6.1" "$dir/linux"
+mv "$dir/linux-source-$series" "$dir/linux"
 src=$dir/linux
 for p in "${patches[@]}"; do
 	echo "build-debug-kernel: applying ${p##*/}" >&3
@@ -151,16 +163,28 @@ while IFS= read -r line; do
 		*) apply+=(--set-val "$sym" "$val") ;;
 		esac
 	fi
-done <"$fragment"
+done < <(cat "${fragments[@]}")
 "$src/scripts/config" --file "$src/.config" "${apply[@]}"
 # Twice: a symbol whose dependency only became visible in the first pass
 # (a choice, say) gets its fragment value in the second.
 "$src/scripts/config" --file "$src/.config" "${apply[@]}"
 kmake olddefconfig >&3 2>&1
 
-# Fail loudly when Kconfig dropped anything the fragment asks for.
+# Fail loudly when Kconfig dropped anything the fragment asks for.  A
+# symbol this series no longer defines is only named (6.12 dropped
+# BASE_FULL for BASE_SMALL and UBSAN_SANITIZE_ALL, now always on).
+grep -rhoE --include='Kconfig*' '^(menu)?config [A-Za-z0-9_]+' "$src" |
+	awk '{ print $2 }' | sort -u >"$dir/kconfig-symbols"
+defined() {
+	grep -qx -- "$1" "$dir/kconfig-symbols"
+}
 missing=()
 while IFS= read -r line; do
+	if [[ $line =~ ^#?\ ?(CONFIG_[A-Za-z0-9_]+) ]] &&
+		! defined "${BASH_REMATCH[1]#CONFIG_}"; then
+		echo "build-debug-kernel: $series has no ${BASH_REMATCH[1]}" >&3
+		continue
+	fi
 	if [[ $line =~ ^#\ (CONFIG_[A-Za-z0-9_]+)\ is\ not\ set$ ]]; then
 		grep -qE "^${BASH_REMATCH[1]}=" "$src/.config" && missing+=("$line")
 	elif [[ $line =~ ^CONFIG_[A-Za-z0-9_]+=n$ ]]; then
@@ -168,7 +192,7 @@ while IFS= read -r line; do
 	elif [[ $line =~ ^CONFIG_ ]]; then
 		grep -qxF -- "$line" "$src/.config" || missing+=("$line")
 	fi
-done <"$fragment"
+done < <(cat "${fragments[@]}")
 if [[ ${#missing[@]} -gt 0 ]]; then
 	printf '  %s\n' "${missing[@]}" >&2
 	die "the .config lacks ${#missing[@]} fragment line(s) above (unmet dependencies?); see $src/.config"
