@@ -145,10 +145,7 @@ endif
 # image and headers make setup installs: CI exercises both.  Their results
 # are named "6.12/<group>/..."; the last line sums both runs.
 SECOND_KERNEL := 6.12
-# write-pair is left out until a double fault seen once on 6.12 (in rxe's
-# requester, allocating an skb, during its eagain phase) is understood: see
-# "Supported kernels" in the README.
-SECOND_GROUPS := uapi mr ring conn-pair fuzz fabric demo
+SECOND_GROUPS := uapi mr ring conn-pair write-pair fuzz fabric demo
 ifeq ($(KERNEL)$(GROUPS),$(DEFAULT_KERNEL))
 SECOND_KVER := $(call kver,$(SECOND_KERNEL))
 endif

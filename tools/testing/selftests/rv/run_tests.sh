@@ -10,8 +10,8 @@
 # its command exited non-zero (4, kselftest's skip, aside) or its kernel
 # log has a warning/oops/sanitizer/lockdep line.  Output ends with the
 # plan and the line "N passed, N failed, N skipped"; exit status 1 if
-# anything failed.  A group in which a guest lost its link to a virtio-net
-# TX stall of the test bed (NETDEV WATCHDOG) runs once more, and says so.
+# anything failed.  A group that failed of a fault of the test bed itself
+# (see testbed_fault) runs once more, and says so.
 
 set -euo pipefail
 
@@ -138,25 +138,51 @@ run_host() {
 	fi
 }
 
-# link_stalled OUT NODES: a guest's virtio-net TX queue stalled for good
-# ("NETDEV WATCHDOG" on its console: QEMU 7.2 under TCG, seen about once
-# per full run whatever rv does) and some node failed.  The guest has no
-# link from then on, so every RDMA test on it fails for a reason outside
-# rv: the group is run once more (see run_group).
-link_stalled() {
-	local out=$1 nodes=$2 i stalled=0 failed=0
+# testbed_fault OUT NODES: some node failed for a reason outside rv, named
+# on stdout; the group is then run once more (see run_group).
+#  - A guest's virtio-net TX queue stalled for good ("NETDEV WATCHDOG" on
+#    its console: QEMU 7.2 under TCG, seen about once per full run whatever
+#    rv does) and some node failed.  The guest has no link from then on, so
+#    every RDMA test on it fails.
+#  - A guest took an exception whose frame holds an RFLAGS that no x86 CPU
+#    pushes (a reserved bit set: 3, 5, 15, 22-31, or bit 1 clear); the
+#    oops or WARNING fails the node's vm-health.  Seen on 6.12 under TCG,
+#    both times in SLUB's per-CPU fast path in an rxe worker: a double
+#    fault right after its %gs cmpxchg16b (RFLAGS 0x03aaba42: the low half
+#    of RAX | IF | ZF | bit 1) and a kernel single-step trap (#DB) at a
+#    %gs add, RFLAGS 0x03b4c302 with TF set: the emulator's flags state,
+#    not anything the guest kernel can write.
+testbed_fault() {
+	local out=$1 nodes=$2 i stalled='' failed=0
 	for ((i = 0; i < nodes; i++)); do
+		if impossible_rflags "$out/node$i.console" "$out/node$i.dmesg"; then
+			echo "node$i took an exception whose frame holds an RFLAGS no x86 CPU pushes (emulator state)"
+			return
+		fi
 		grep -q 'NETDEV WATCHDOG' "$out/node$i.console" 2>/dev/null &&
-			stalled=1
+			stalled=$i
 		[[ -r $out/node$i.rc && $(<"$out/node$i.rc") =~ ^[04]$ ]] ||
 			failed=1
 	done
-	((stalled && failed))
+	[[ -n $stalled && $failed -eq 1 ]] &&
+		echo "node$stalled's virtio-net TX queue stalled (NETDEV WATCHDOG on its console)"
+	return 0
 }
-link_reruns=()
+
+# impossible_rflags LOG...: an "EFLAGS: <hex>" line of an oops or warning
+# with a reserved RFLAGS bit set, or bit 1 clear (the console has a panic's
+# last words, the .dmesg file what the guest logged until its end).
+impossible_rflags() {
+	local v
+	while read -r v; do
+		(((0x$v & 0xffc08028) != 0 || (0x$v & 2) == 0)) && return 0
+	done < <(cat "$@" 2>/dev/null | grep -oE 'EFLAGS: [0-9a-f]{8}\b' | cut -d' ' -f2)
+	return 1
+}
+testbed_reruns=()
 
 run_group() {
-	local group=$1 nodes=${2%x*} cmd=$3 out=$outbase/$1 i f
+	local group=$1 nodes=${2%x*} cmd=$3 out=$outbase/$1 i f fault
 	local -a why smp=()
 	# "2x2": 2 nodes of 2 vCPUs each, whatever the run's default.
 	[[ $2 == *x* ]] && smp=(--smp "${2#*x}")
@@ -171,13 +197,14 @@ run_group() {
 	# (.rc, .rc.timeout, .rc.setup, .dmesg) say more.
 	"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
 		"${vm_args[@]}" "${smp[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
-	if link_stalled "$out" "$nodes"; then
-		# Once: a second stall is reported like any failure.  The
+	fault=$(testbed_fault "$out" "$nodes")
+	if [[ -n $fault ]]; then
+		# Once: a second fault is reported like any failure.  The
 		# first attempt stays for inspection; its results count nowhere.
-		echo "# $group: a guest's virtio-net TX queue stalled (NETDEV WATCHDOG on its console), a test-bed fault: running the group again; the first attempt is in $out.link-stall"
-		link_reruns+=("$group")
-		rm -rf "$out.link-stall"
-		mv "$out" "$out.link-stall"
+		echo "# $group: $fault, a test-bed fault: running the group again; the first attempt is in $out.testbed-fault"
+		testbed_reruns+=("$group")
+		rm -rf "$out.testbed-fault"
+		mv "$out" "$out.testbed-fault"
 		mkdir -p "$out"
 		"$rv_vm" run --nodes "$nodes" --timeout "$gtimeout" --out "$out" \
 			"${vm_args[@]}" "${smp[@]}" -- "$cmd" >"$out/rv-vm.log" 2>&1 || true
@@ -245,7 +272,7 @@ for g in "${groups[@]}"; do
 done
 
 echo "1..$n"
-((${#link_reruns[@]} == 0)) ||
-	echo "# run again after a test-bed link stall: ${link_reruns[*]}"
+((${#testbed_reruns[@]} == 0)) ||
+	echo "# run again after a test-bed fault: ${testbed_reruns[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
