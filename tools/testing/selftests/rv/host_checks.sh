@@ -9,6 +9,11 @@
 
 set -uo pipefail
 
+# What a user's shell would run: the variables of a make that runs us
+# ("make check KERNEL=6.12") must not reach the makes below, e.g. the DKMS
+# build, which expects rv.ko in place.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+
 n=0
 failed=0
 log=$(mktemp -d)
