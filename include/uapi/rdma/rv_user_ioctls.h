@@ -235,8 +235,7 @@ struct rv_attach {
  *	writes name their source by @handle, never by key)
  * @rkey: out: remote key a peer uses to write into (or read) the chunk
  *	holding @addr (the only chunk when @nr_rkeys is 1); 0 without
- *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ in @access, also
- *	when the request hits an entry registered with them
+ *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ in @access
  * @iova: out: the address a peer uses with @rkey for the byte at @addr
  *	(offsets from @addr carry over unchanged)
  * @region_addr: out: start of the cached region that covers the request
@@ -259,8 +258,14 @@ struct rv_attach {
  * (@r >> @rkey_shift) changes.  A request inside one chunk needs no
  * array: @rkey is its key.
  *
- * A request that lies inside a cached region registered with at least
- * @access is a hit; the entry gains one reference.  Otherwise the pages are
+ * A request that lies inside a cached region registered with the same
+ * remote access bits (RV_ACCESS_REMOTE_WRITE, RV_ACCESS_REMOTE_READ) as
+ * @access and at least its local write is a hit; the entry gains one
+ * reference.  A registration never grants peers access the caller did
+ * not ask for: a local-only request inside a cached remote-access region
+ * is a miss and gets a registration of its own, without keys (the same
+ * pages are then pinned, and counted against the cache limit, twice).
+ * Otherwise the pages are
  * pinned (charged to RLIMIT_MEMLOCK) and mapped for the job's device; with
  * remote access they are registered in the job's kernel PD by fast
  * registration, each key covering exactly its chunk's part of
