@@ -184,7 +184,7 @@ struct rv_query {
  *             @gid_index or @heartbeat_ms (after defaults are applied)
  *  ENOSPC     every slot of the job is taken
  *  ENOMEM     out of memory, or the event ring would exceed the caller's
- *             RLIMIT_MEMLOCK
+ *             RLIMIT_MEMLOCK or its memory cgroup's limit
  */
 struct rv_attach {
 	__u32 size;

@@ -471,7 +471,7 @@ void rv_mr_cache_init(struct rv_mr_cache *cache)
 	cache->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&cache->lru);
 	INIT_LIST_HEAD(&cache->dead);
-	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1);
+	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 	INIT_WORK(&cache->free_work, rv_mr_free_work);
 }
 
@@ -940,7 +940,7 @@ static struct scatterlist *rv_mr_sgl(struct rv_mr_cache *cache, u32 ents)
 
 	if (ents <= cache->sgl_len)
 		return cache->sgl;
-	sgl = kvmalloc_array(ents, sizeof(*sgl), GFP_KERNEL);
+	sgl = kvmalloc_array(ents, sizeof(*sgl), GFP_KERNEL_ACCOUNT);
 	if (!sgl || ents > RV_MR_SGL_KEEP)
 		return sgl;
 	kvfree(cache->sgl);
