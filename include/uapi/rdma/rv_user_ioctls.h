@@ -156,8 +156,9 @@ struct rv_query {
  *	RV_MIN_RING_ENTRIES..RV_MAX_RING_ENTRIES, 0 for the default; on
  *	return the value in effect
  * @slot: out: this process's slot index in the job
- * @mr_cache_bytes: in/out: this process's MR cache limit in bytes, 0 for
- *	the module default; on return the value in effect
+ * @mr_cache_bytes: in/out: this process's MR cache limit in bytes, at
+ *	most the module parameter max_mr_cache_bytes (64 GiB by default),
+ *	0 for the module default; on return the value in effect
  * @heartbeat_ms: in/out: job-wide: each QP of the job's connections that
  *	saw no completion for this long sends a zero-length RDMA WRITE, so a
  *	dead path is noticed (and the QP replaced) even when no traffic
@@ -177,7 +178,7 @@ struct rv_query {
  *  EINVAL     @port_num not a port of the device, @gid_index not a valid
  *             GID entry, @job_key_len or a size out of range, non-zero key
  *             bytes past @job_key_len, @ring_entries not a power of two,
- *             @rsvd not 0
+ *             @mr_cache_bytes above max_mr_cache_bytes, @rsvd not 0
  *  ENODEV     no RDMA device has @dev_index, or it is being removed
  *  EALREADY   this file is already attached
  *  EBUSY      the job exists with a different @num_conn, @slot_bits,

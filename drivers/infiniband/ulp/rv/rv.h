@@ -282,6 +282,7 @@ extern unsigned int rv_default_num_conn;
 extern unsigned int rv_default_slot_bits;
 extern unsigned int rv_default_ring_entries;
 extern unsigned long rv_default_mr_cache_bytes;
+extern unsigned long long rv_max_mr_cache_bytes;
 extern unsigned int rv_default_heartbeat_ms;
 extern unsigned int rv_frwr_max_pages_param;
 

@@ -280,6 +280,8 @@ static int rv_attach_check(struct rv_attach *cmd)
 
 	if (!cmd->mr_cache_bytes)
 		cmd->mr_cache_bytes = rv_default_mr_cache_bytes;
+	if (cmd->mr_cache_bytes > rv_max_mr_cache_bytes)
+		return -EINVAL;
 
 	if (cmd->rsvd)
 		return -EINVAL;
