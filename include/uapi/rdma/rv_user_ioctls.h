@@ -156,8 +156,9 @@ struct rv_query {
  *	RV_MIN_RING_ENTRIES..RV_MAX_RING_ENTRIES, 0 for the default; on
  *	return the value in effect
  * @slot: out: this process's slot index in the job
- * @mr_cache_bytes: in/out: this process's MR cache limit in bytes, 0 for
- *	the module default; on return the value in effect
+ * @mr_cache_bytes: in/out: this process's MR cache limit in bytes, at
+ *	most the module parameter max_mr_cache_bytes (64 GiB by default),
+ *	0 for the module default; on return the value in effect
  * @heartbeat_ms: in/out: job-wide: each QP of the job's connections that
  *	saw no completion for this long sends a zero-length RDMA WRITE, so a
  *	dead path is noticed (and the QP replaced) even when no traffic
@@ -177,14 +178,14 @@ struct rv_query {
  *  EINVAL     @port_num not a port of the device, @gid_index not a valid
  *             GID entry, @job_key_len or a size out of range, non-zero key
  *             bytes past @job_key_len, @ring_entries not a power of two,
- *             @rsvd not 0
+ *             @mr_cache_bytes above max_mr_cache_bytes, @rsvd not 0
  *  ENODEV     no RDMA device has @dev_index, or it is being removed
  *  EALREADY   this file is already attached
  *  EBUSY      the job exists with a different @num_conn, @slot_bits,
  *             @gid_index or @heartbeat_ms (after defaults are applied)
  *  ENOSPC     every slot of the job is taken
  *  ENOMEM     out of memory, or the event ring would exceed the caller's
- *             RLIMIT_MEMLOCK
+ *             RLIMIT_MEMLOCK or its memory cgroup's limit
  */
 struct rv_attach {
 	__u32 size;
@@ -235,8 +236,7 @@ struct rv_attach {
  *	writes name their source by @handle, never by key)
  * @rkey: out: remote key a peer uses to write into (or read) the chunk
  *	holding @addr (the only chunk when @nr_rkeys is 1); 0 without
- *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ in @access, also
- *	when the request hits an entry registered with them
+ *	RV_ACCESS_REMOTE_WRITE or RV_ACCESS_REMOTE_READ in @access
  * @iova: out: the address a peer uses with @rkey for the byte at @addr
  *	(offsets from @addr carry over unchanged)
  * @region_addr: out: start of the cached region that covers the request
@@ -259,8 +259,14 @@ struct rv_attach {
  * (@r >> @rkey_shift) changes.  A request inside one chunk needs no
  * array: @rkey is its key.
  *
- * A request that lies inside a cached region registered with at least
- * @access is a hit; the entry gains one reference.  Otherwise the pages are
+ * A request that lies inside a cached region registered with the same
+ * remote access bits (RV_ACCESS_REMOTE_WRITE, RV_ACCESS_REMOTE_READ) as
+ * @access and at least its local write is a hit; the entry gains one
+ * reference.  A registration never grants peers access the caller did
+ * not ask for: a local-only request inside a cached remote-access region
+ * is a miss and gets a registration of its own, without keys (the same
+ * pages are then pinned, and counted against the cache limit, twice).
+ * Otherwise the pages are
  * pinned (charged to RLIMIT_MEMLOCK) and mapped for the job's device; with
  * remote access they are registered in the job's kernel PD by fast
  * registration, each key covering exactly its chunk's part of

@@ -39,6 +39,15 @@
  *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock, and
  *   rv_conn_list_lock -> rv_conn.lock under rv_device.jobs_lock; rdma_cm
  *   handlers take only those two.
+ *
+ * Memory: user-driven allocations are charged to the caller's memory
+ * cgroup, so that a process cannot make the kernel hold more on its
+ * behalf than its cgroup allows: objects a command creates for its
+ * caller use GFP_KERNEL_ACCOUNT (also the ring's vmalloc area), xarrays
+ * that grow with them XA_FLAGS_ACCOUNT, and the write contexts' cache
+ * SLAB_ACCOUNT.  Module-wide and per-device objects are not charged,
+ * nor is anything allocated in completion or rdma_cm handler context
+ * (a kworker's charge goes to the root cgroup).
  */
 #ifndef RV_H
 #define RV_H
@@ -273,6 +282,7 @@ extern unsigned int rv_default_num_conn;
 extern unsigned int rv_default_slot_bits;
 extern unsigned int rv_default_ring_entries;
 extern unsigned long rv_default_mr_cache_bytes;
+extern unsigned long long rv_max_mr_cache_bytes;
 extern unsigned int rv_default_heartbeat_ms;
 extern unsigned int rv_frwr_max_pages_param;
 

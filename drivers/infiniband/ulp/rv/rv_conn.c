@@ -442,7 +442,7 @@ void rv_conn_job_release_ib(struct rv_job *job)
 
 void rv_conn_file_init(struct rv_file *rf)
 {
-	xa_init_flags(&rf->conns, XA_FLAGS_ALLOC1);
+	xa_init_flags(&rf->conns, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 }
 
 /* Drop every handle of a closing file; rf->lock held, before detach. */

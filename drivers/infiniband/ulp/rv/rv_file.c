@@ -280,6 +280,8 @@ static int rv_attach_check(struct rv_attach *cmd)
 
 	if (!cmd->mr_cache_bytes)
 		cmd->mr_cache_bytes = rv_default_mr_cache_bytes;
+	if (cmd->mr_cache_bytes > rv_max_mr_cache_bytes)
+		return -EINVAL;
 
 	if (cmd->rsvd)
 		return -EINVAL;
@@ -432,7 +434,7 @@ static int rv_open(struct inode *inode, struct file *filp)
 {
 	struct rv_file *rf;
 
-	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	rf = kzalloc(sizeof(*rf), GFP_KERNEL_ACCOUNT);
 	if (!rf)
 		return -ENOMEM;
 	mutex_init(&rf->lock);

@@ -48,7 +48,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	struct rv_job *job;
 	int ret;
 
-	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
 	if (!job)
 		return ERR_PTR(-ENOMEM);
 
@@ -67,7 +67,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	kref_get(&dev->kref);
 	job->dev = dev;
 	job->params = *params;
-	xa_init_flags(&job->slots, XA_FLAGS_ALLOC);
+	xa_init_flags(&job->slots, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
 	INIT_LIST_HEAD(&job->conns);
 	rv_frwr_init(&job->frwr);
 	list_add_tail(&job->list, &dev->jobs);

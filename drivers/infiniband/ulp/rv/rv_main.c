@@ -29,6 +29,18 @@ unsigned long rv_default_mr_cache_bytes = 256UL << 20;
 module_param_named(mr_cache_bytes, rv_default_mr_cache_bytes, ulong, 0444);
 MODULE_PARM_DESC(mr_cache_bytes, "Default MR cache limit per process in bytes (non-zero, default 256 MiB)");
 
+/*
+ * The largest mr_cache_bytes ATTACH accepts.  The cache keeps unused
+ * registrations pinned up to its limit, and with RLIMIT_MEMLOCK unlimited
+ * (usual on HPC nodes) that limit is all that bounds them: the site's
+ * cap.  64 GiB, 256 times the default, is more than one rank's share of
+ * most nodes' memory, so a middleware sizing its cache by the node is not
+ * refused.
+ */
+unsigned long long rv_max_mr_cache_bytes = 64ULL << 30;
+module_param_named(max_mr_cache_bytes, rv_max_mr_cache_bytes, ullong, 0444);
+MODULE_PARM_DESC(max_mr_cache_bytes, "Largest MR cache limit ATTACH accepts, in bytes (at least mr_cache_bytes, default 64 GiB)");
+
 unsigned int rv_default_heartbeat_ms = 1000;
 module_param_named(heartbeat_ms, rv_default_heartbeat_ms, uint, 0444);
 MODULE_PARM_DESC(heartbeat_ms, "Idle time before a QP sends a heartbeat, when ATTACH passes 0 (50..600000, 4294967295 = off, default 1000)");
@@ -76,6 +88,11 @@ static int rv_check_params(void)
 	}
 	if (!rv_default_mr_cache_bytes) {
 		pr_err("mr_cache_bytes must not be 0\n");
+		return -EINVAL;
+	}
+	if (rv_default_mr_cache_bytes > rv_max_mr_cache_bytes) {
+		pr_err("mr_cache_bytes=%lu above max_mr_cache_bytes=%llu\n",
+		       rv_default_mr_cache_bytes, rv_max_mr_cache_bytes);
 		return -EINVAL;
 	}
 	return 0;

@@ -34,7 +34,12 @@
  *
  * Lookup: an interval tree of the CACHED entries, O(log n + k) for k
  * entries overlapping the request; the first one that contains the request
- * with at least the requested access is a hit.
+ * with exactly the requested remote access and at least the requested
+ * local access is a hit.  A registration never grants peers access its
+ * caller did not ask for: a send buffer inside a cached receive buffer
+ * gets an entry of its own, without rkeys, so two entries of the same
+ * range may be cached side by side.  Extra local write grants nothing
+ * to anyone but the caller.
  *
  * Coherence: each entry has an mmu_interval_notifier over its range.  When
  * the mapping changes the entry leaves the tree at once, so no later
@@ -466,7 +471,7 @@ void rv_mr_cache_init(struct rv_mr_cache *cache)
 	cache->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&cache->lru);
 	INIT_LIST_HEAD(&cache->dead);
-	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1);
+	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 	INIT_WORK(&cache->free_work, rv_mr_free_work);
 }
 
@@ -687,6 +692,16 @@ void rv_mr_put_io(struct rv_mr_entry *e)
 	spin_unlock(&cache->lock);
 }
 
+/*
+ * An entry serves a request only with the same remote access: its rkeys
+ * would let peers into memory the caller registered for local use.
+ */
+static bool rv_mr_access_serves(u32 entry, u32 request)
+{
+	return (entry & RV_ACCESS_REMOTE) == (request & RV_ACCESS_REMOTE) &&
+	       (entry & request) == request;
+}
+
 /* Caller holds cache->lock. */
 static struct rv_mr_entry *rv_mr_lookup(struct rv_mr_cache *cache, u64 addr,
 					u64 last, u32 access)
@@ -698,7 +713,7 @@ static struct rv_mr_entry *rv_mr_lookup(struct rv_mr_cache *cache, u64 addr,
 	     node = interval_tree_iter_next(node, addr, last)) {
 		e = container_of(node, struct rv_mr_entry, it);
 		if (e->it.start <= addr && e->it.last >= last &&
-		    (e->access & access) == access)
+		    rv_mr_access_serves(e->access, access))
 			return e;
 	}
 	return NULL;
@@ -925,7 +940,7 @@ static struct scatterlist *rv_mr_sgl(struct rv_mr_cache *cache, u32 ents)
 
 	if (ents <= cache->sgl_len)
 		return cache->sgl;
-	sgl = kvmalloc_array(ents, sizeof(*sgl), GFP_KERNEL);
+	sgl = kvmalloc_array(ents, sizeof(*sgl), GFP_KERNEL_ACCOUNT);
 	if (!sgl || ents > RV_MR_SGL_KEEP)
 		return sgl;
 	kvfree(cache->sgl);
@@ -1218,9 +1233,9 @@ static bool rv_mr_range_ok(u64 addr, u64 length)
 
 /*
  * Tell the caller the keys of the chunks its request touches, the first
- * in @rkey.  A request without remote access gets none, even from an
- * entry that has some (a send buffer inside a cached receive buffer).
- * The keys are the values recorded at registration (the caller holds a
+ * in @rkey.  A request without remote access gets none: the lookup never
+ * gives it an entry that has some, and the check below keeps a key from
+ * leaking should that change.  The keys are the values recorded at registration (the caller holds a
  * reference to @e, not the device: copying to user space may fault on
  * memory user space serves).  -EOVERFLOW when @rkeys is too short.
  */
@@ -1423,6 +1438,7 @@ static int rv_evict_select(struct rv_mr_cache *cache,
 	for (node = interval_tree_iter_first(&cache->tree, cmd->addr, last);
 	     node; node = interval_tree_iter_next(node, cmd->addr, last)) {
 		e = container_of(node, struct rv_mr_entry, it);
+		/* Entries of one range may differ in access: EXACT picks one. */
 		if (cmd->mode == RV_EVICT_EXACT &&
 		    (e->it.start != cmd->addr || e->it.last != last ||
 		     e->access != access))

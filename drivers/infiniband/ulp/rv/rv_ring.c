@@ -28,7 +28,7 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
 	struct rv_ring *ring;
 	int ret;
 
-	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 	if (!ring)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&ring->lock);
@@ -44,10 +44,13 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
 
 	/*
 	 * Zeroed and page-aligned.  The size is the caller's choice (up to
-	 * 32 MiB): a failure is an errno for it, not a warning in the log.
+	 * 32 MiB): a failure is an errno for it, not a warning in the log,
+	 * and over its memory cgroup's limit not a reason for the OOM
+	 * killer (__GFP_RETRY_MAYFAIL).
 	 */
 	ring->area = __vmalloc(ring->size,
-			       GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
+			       GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN |
+			       __GFP_RETRY_MAYFAIL);
 	if (!ring->area) {
 		ret = -ENOMEM;
 		goto out_uncharge;

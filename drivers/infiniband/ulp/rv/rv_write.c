@@ -765,7 +765,11 @@ void rv_write_file_quiesce(struct rv_file *rf)
 
 int rv_write_init(void)
 {
-	rv_write_cache = KMEM_CACHE(rv_write_ctx, 0);
+	/*
+	 * Every context is a user's POST_WRITE(S): SLAB_ACCOUNT charges
+	 * them all to its memory cgroup whatever the call site passes.
+	 */
+	rv_write_cache = KMEM_CACHE(rv_write_ctx, SLAB_ACCOUNT);
 	return rv_write_cache ? 0 : -ENOMEM;
 }
 

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rv_hold: helper for rv_module_test.sh.  Opens /dev/rv, with -a also
- * attaches it to a fresh job on $RV_IBDEV port 1, with -m (after -a) also
- * registers two 1 MiB buffers and keeps one in use, prints "ready <slot>"
- * and keeps the file until its stdin reaches EOF; then drops the MR
- * reference (which must work even after device removal).  Exit status 0
- * when all of that worked, 1 (with a message on stderr) otherwise.
+ * rv_hold: helper for rv_module_test.sh and vm/memcg.sh.  Opens /dev/rv,
+ * with -a also attaches it to a fresh job on $RV_IBDEV port 1 (with -r N,
+ * a ring of N entries), with -m (with -a) also registers two 1 MiB
+ * buffers and keeps one in use, prints "ready <slot>" and keeps the file
+ * until its stdin reaches EOF; then drops the MR reference (which must
+ * work even after device removal).  Exit status 0 when all of that
+ * worked, 1 (with a message on stderr) otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,12 +20,30 @@
 
 int main(int argc, char **argv)
 {
-	bool do_attach = argc > 1 && !strcmp(argv[1], "-a");
-	bool do_mr = do_attach && argc > 2 && !strcmp(argv[2], "-m");
-	int ret, slot = -1, held = 0;
+	bool do_attach = false, do_mr = false;
+	int ret, slot = -1, held = 0, opt;
+	uint32_t ring_entries = 0;
 	struct rv *rv;
 	char *buf;
 	char c;
+
+	while ((opt = getopt(argc, argv, "amr:")) != -1) {
+		switch (opt) {
+		case 'a':
+			do_attach = true;
+			break;
+		case 'm':
+			do_mr = true;
+			break;
+		case 'r':
+			ring_entries = strtoul(optarg, NULL, 0);
+			break;
+		default:
+			fprintf(stderr, "usage: rv_hold [-a [-m] [-r ENTRIES]]\n");
+			return 1;
+		}
+	}
+	do_mr = do_mr && do_attach;
 
 	ret = rv_open(&rv, 0);
 	if (ret) {
@@ -40,6 +60,7 @@ int main(int argc, char **argv)
 			goto out_close;
 		}
 		rv_attach_init(&a, ret, RV_JOB_KEY_MAX);
+		a.ring_entries = ring_entries;
 		ret = rv_attach(rv, &a);
 		if (ret < 0) {
 			fprintf(stderr, "rv_hold: rv_attach: %s\n",

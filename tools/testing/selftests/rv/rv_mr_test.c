@@ -225,14 +225,14 @@ TEST_F(mr, subrange_hit)
 
 	h = reg_mem(self->rv, self->buf, 1 * MiB, ACC_RW, &r);
 	ASSERT_GT(h, 0);
-	hs = reg_mem(self->rv, self->buf + 4096 + 17, 100 * KiB, ACC_LW,
+	hs = reg_mem(self->rv, self->buf + 4096 + 17, 100 * KiB, ACC_RW,
 			&r);
 	EXPECT_EQ(h, hs);
 	EXPECT_EQ((uintptr_t)self->buf + 4096 + 17, r.iova);
 	EXPECT_EQ((uintptr_t)self->buf, r.region_addr);
 	EXPECT_EQ(1 * MiB, r.region_length);
 	/* Crossing the end of the region is not inside it. */
-	hs = reg_mem(self->rv, self->buf + 1 * MiB - 4096, 8192, ACC_LW,
+	hs = reg_mem(self->rv, self->buf + 1 * MiB - 4096, 8192, ACC_RW,
 			NULL);
 	EXPECT_GT(hs, 0);
 	EXPECT_NE(h, hs);
@@ -259,8 +259,8 @@ TEST_F(mr, access_distinct)
 	EXPECT_GT(reg_mem(self->rv, self->buf, 64 * KiB, ACC_RR | ACC_LW,
 			     NULL), 0);
 	EXPECT_EQ(4, stats_of(self->rv).misses);
-	/* No access at all is served by any entry. */
-	EXPECT_GT(reg_mem(self->rv, self->buf, 4 * KiB, 0, NULL), 0);
+	/* No access at all is served by the local entry alone. */
+	EXPECT_EQ(hl, reg_mem(self->rv, self->buf, 4 * KiB, 0, NULL));
 	EXPECT_EQ(1, stats_of(self->rv).hits);
 }
 
@@ -677,6 +677,94 @@ TEST_F(mr, evict_modes)
 				 &e));
 }
 
+/*
+ * A hit never grants peers access the request did not ask for: inside a
+ * remote-write entry a local-only request is a miss, gets an entry of its
+ * own and no key, whichever came first; the two coexist (pinned and
+ * counted twice) and each serves its own requests.  A request with
+ * exactly an entry's remote access is still a hit, even with less local
+ * access, and EVICT's EXACT mode tells the two apart.
+ */
+TEST_F(mr, remote_access_exact)
+{
+	char *a = self->buf, *b = self->buf + 1 * MiB, *c = self->buf + 2 * MiB;
+	struct rv_mr_stats s;
+	struct rv_reg_mem r;
+	struct rv_evict e;
+	int hr, hl, hb, h;
+
+	/* Remote first, then local-only requests inside it. */
+	hr = reg_mem(self->rv, a, 256 * KiB, ACC_RW, &r);
+	ASSERT_GT(hr, 0);
+	EXPECT_NE(0, r.rkey);
+	EXPECT_LE(1, r.nr_rkeys);
+	memset(&r, 0xff, sizeof(r));
+	hl = reg_mem(self->rv, a, 256 * KiB, ACC_LW, &r);
+	ASSERT_GT(hl, 0);
+	EXPECT_NE(hr, hl);
+	EXPECT_EQ(0, r.rkey);
+	EXPECT_EQ(0, r.lkey);
+	EXPECT_EQ(0, r.nr_rkeys);
+	EXPECT_EQ(0, r.rkey_shift);
+	/* A read-only source inside both: the local entry, no key. */
+	memset(&r, 0xff, sizeof(r));
+	EXPECT_EQ(hl, reg_mem(self->rv, a + 4096, 4096, 0, &r));
+	EXPECT_EQ(0, r.rkey);
+	EXPECT_EQ(0, r.nr_rkeys);
+	s = stats_of(self->rv);
+	EXPECT_EQ(2, s.misses);
+	EXPECT_EQ(1, s.hits);
+	EXPECT_EQ(1, s.fast_regs);
+
+	/* Local first, then remote: a new entry with keys. */
+	hb = reg_mem(self->rv, b, 256 * KiB, ACC_LW, &r);
+	ASSERT_GT(hb, 0);
+	EXPECT_EQ(0, r.rkey);
+	h = reg_mem(self->rv, b, 256 * KiB, ACC_RW, &r);
+	ASSERT_GT(h, 0);
+	EXPECT_NE(hb, h);
+	EXPECT_NE(0, r.rkey);
+	EXPECT_LE(1, r.nr_rkeys);
+	/* Exactly the entry's access, and the local entry's part of b. */
+	memset(&r, 0, sizeof(r));
+	EXPECT_EQ(h, reg_mem(self->rv, b + 4096, 4096, ACC_LW | ACC_RW, &r));
+	EXPECT_NE(0, r.rkey);
+	EXPECT_EQ(1, r.nr_rkeys);
+	EXPECT_EQ(hb, reg_mem(self->rv, b, 64 * KiB, ACC_LW, &r));
+	EXPECT_EQ(0, r.rkey);
+	s = stats_of(self->rv);
+	EXPECT_EQ(4, s.misses);
+	EXPECT_EQ(3, s.hits);
+	EXPECT_EQ(2, s.fast_regs);
+
+	/* Remote read beyond the remote write asked for is refused too. */
+	h = reg_mem(self->rv, c, 64 * KiB, ACC_RW | ACC_RR, &r);
+	ASSERT_GT(h, 0);
+	hb = reg_mem(self->rv, c, 64 * KiB, ACC_RW, &r);
+	ASSERT_GT(hb, 0);
+	EXPECT_NE(h, hb);
+	EXPECT_EQ(h, reg_mem(self->rv, c, 64 * KiB, ACC_LW | ACC_RW | ACC_RR,
+			     &r));
+
+	/* Each entry pinned and counted on its own. */
+	s = stats_of(self->rv);
+	EXPECT_EQ(6, s.entries);
+	EXPECT_EQ(2 * 256 * KiB + 2 * 256 * KiB + 2 * 64 * KiB, s.bytes);
+	EXPECT_EQ(s.bytes / KiB, rv_proc_status_kb("VmPin"));
+
+	/* EXACT evicts the local entry of a, the remote one stays. */
+	EXPECT_EQ(1, rv_dereg_mem(self->rv, hl));
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, hl));
+	EXPECT_EQ(0, rv_dereg_mem(self->rv, hr));
+	ASSERT_EQ(0, evict(self->rv, RV_EVICT_EXACT, U64(a), 256 * KiB,
+			   ACC_LW, 0, 0, &e));
+	EXPECT_EQ(1, e.freed_entries);
+	EXPECT_EQ(-ENOENT, rv_dereg_mem(self->rv, hl));
+	EXPECT_EQ(hr, reg_mem(self->rv, a, 256 * KiB, ACC_RW, &r));
+	EXPECT_NE(0, r.rkey);
+	EXPECT_EQ(5, stats_of(self->rv).entries);
+}
+
 TEST_F(mr, memlock_limit)
 {
 	struct rlimit rl = { 512 * KiB, 512 * KiB };
@@ -858,7 +946,7 @@ TEST_F(mr, rkey_chunks)
 	unsigned int shift;
 	size_t chunk, len;
 	char *area, *p;
-	int h;
+	int h, hl;
 
 	ASSERT_GT(reg_mem(self->rv, self->buf, 4096, ACC_RW, &r), 0);
 	shift = r.rkey_shift;
@@ -908,15 +996,18 @@ TEST_F(mr, rkey_chunks)
 	EXPECT_EQ(1, r.nr_rkeys);
 	EXPECT_EQ(keys[2], keys[3]);
 	EXPECT_EQ(keys[2], r.rkey);
-	/* A local-only request inside it: a hit, and no key is handed out. */
+	/* A local-only request inside it: its own entry, and no key. */
 	memset(&r, 0xff, sizeof(r));
-	EXPECT_EQ(h, rv_reg_mem(self->rv, p, len, ACC_LW, &r));
+	hl = rv_reg_mem(self->rv, p, len, ACC_LW, &r);
+	EXPECT_GT(hl, 0);
+	EXPECT_NE(h, hl);
 	EXPECT_EQ(0, r.rkey);
 	EXPECT_EQ(0, r.lkey);
-	EXPECT_EQ(h, rv_reg_mem_keys(self->rv, p, len, 0, &r, keys, 4));
+	EXPECT_EQ(hl, rv_reg_mem_keys(self->rv, p, len, 0, &r, keys, 4));
 	EXPECT_EQ(0, r.nr_rkeys);
 	EXPECT_EQ(0, r.rkey_shift);
-	EXPECT_EQ(4, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(2, rv_dereg_mem(self->rv, h));
+	EXPECT_EQ(1, rv_dereg_mem(self->rv, hl));
 	munmap(area, 4 * chunk);
 }
 

@@ -584,6 +584,53 @@ TEST_F(uapi, attach_bad_ring_entries)
 	EXPECT_ATTACH_ERR(-EINVAL, ring_entries, 0x80000000U);
 }
 
+/* The module parameter max_mr_cache_bytes, 0 when it cannot be read. */
+static uint64_t max_mr_cache_bytes(void)
+{
+	FILE *f = fopen("/sys/module/rv/parameters/max_mr_cache_bytes", "r");
+	unsigned long long v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/*
+ * mr_cache_bytes is capped by the module's max_mr_cache_bytes: a byte
+ * more is EINVAL, the cap itself is accepted and in effect (it is only a
+ * limit: nothing is allocated for it).
+ */
+TEST_F(uapi, attach_mr_cache_bytes_cap)
+{
+	uint64_t cap = max_mr_cache_bytes();
+	struct rv_mr_stats s;
+	struct rv_attach a;
+	int fd;
+
+	NEED_DEV();
+	ASSERT_NE(0, cap) TH_LOG("no /sys/module/rv/parameters/max_mr_cache_bytes");
+	ASSERT_LE(self->q.default_mr_cache_bytes, cap);
+	if (cap < UINT64_MAX)
+		EXPECT_ATTACH_ERR(-EINVAL, mr_cache_bytes, cap + 1);
+	if (cap < UINT64_MAX - (1ULL << 40))
+		EXPECT_ATTACH_ERR(-EINVAL, mr_cache_bytes, cap + (1ULL << 40));
+	EXPECT_ATTACH_ERR(-EINVAL, mr_cache_bytes, UINT64_MAX);
+
+	rv_attach_init(&a, self->dev_index, 8);
+	a.mr_cache_bytes = cap;
+	fd = attach_ok(_metadata, &a);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(cap, a.mr_cache_bytes);
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_MR_STATS, &s));
+	EXPECT_EQ(cap, s.limit_bytes);
+	close(fd);
+}
+
 /* Every boundary value that is in range is accepted and echoed back. */
 /* Whether a ring of @entries fits the caller's RLIMIT_MEMLOCK. */
 static bool ring_fits_memlock(uint32_t entries)
