@@ -316,6 +316,18 @@ error_events() {
 
 # ---- soak: rounds of verified traffic through repeated link flaps -------
 
+# cm_counts MSG...: "msg tx/rx/retries/duplicates" of ib_cm on port 1.
+cm_counts() {
+	local d=/sys/class/infiniband/$RV_IBDEV/ports/1 m
+	for m in "$@"; do
+		printf '%s %s/%s/%s/%s  ' "$m" \
+			"$(cat "$d/cm_tx_msgs/$m" 2>/dev/null)" \
+			"$(cat "$d/cm_rx_msgs/$m" 2>/dev/null)" \
+			"$(cat "$d/cm_tx_retries/$m" 2>/dev/null)" \
+			"$(cat "$d/cm_rx_duplicates/$m" 2>/dev/null)"
+	done
+}
+
 soak_test() {
 	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
 	local down ack ack_arg gap conn_ms cut_fails=0
@@ -406,6 +418,13 @@ soak_test() {
 		bytes=$((bytes + ${ok:-0} * 65536))
 	done
 	tap_diag "soak: $bytes bytes written and completed, $resent writes re-sent by the ${#names[@]} processes of node$me"
+	# What the connection manager saw: a reconnect that never came back
+	# shows here as REQs sent but not received, or retried, or duplicates.
+	tap_diag "soak: node$me's CM messages (tx/rx/retries/duplicates):" \
+		"$(cm_counts req rep rtu rej dreq drep)" \
+		"soak: node$me's neighbours: $(ip neigh show dev eth0 | tr '\n' ';')" \
+		"soak: node$me's rxe counters: $(grep -H . /sys/class/infiniband/"$RV_IBDEV"/ports/1/hw_counters/* 2>/dev/null |
+			sed 's|.*/||' | tr '\n' ' ')"
 	barrier soak-end 400 || true
 }
 
