@@ -316,6 +316,19 @@ error_events() {
 
 # ---- soak: rounds of verified traffic through repeated link flaps -------
 
+# soak_rxe_debug: rxe's own reasons for dropping a send (its dynamic debug
+# lines of the requester and the address vectors) into the kernel log,
+# where a soak that lost its connection manager shows them.
+soak_rxe_debug() {
+	local ctl=/sys/kernel/debug/dynamic_debug/control f
+	[[ -e $ctl ]] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	[[ -w $ctl ]] || return 0
+	for f in rxe_req.c rxe_av.c rxe_net.c; do
+		echo "file $f +p" >"$ctl" 2>/dev/null
+	done
+	return 0
+}
+
 # cm_counts MSG...: "msg tx/rx/retries/duplicates" of ib_cm on port 1.
 cm_counts() {
 	local d=/sys/class/infiniband/$RV_IBDEV/ports/1 m
@@ -357,6 +370,7 @@ soak_test() {
 	# after it, and a reconnect is refused (BUSY) until the peer's QP has
 	# failed too, 7 tries after its last send: 60 s, or 4 cuts' worth.
 	conn_ms=$((down * 4 > 60 ? down * 4000 : 60000))
+	soak_rxe_debug
 	barrier soak-start || true
 	for ((p = 0; p < RV_NODES; p++)); do
 		[[ $p -eq $me ]] && continue
@@ -423,6 +437,7 @@ soak_test() {
 	tap_diag "soak: node$me's CM messages (tx/rx/retries/duplicates):" \
 		"$(cm_counts req rep rtu rej dreq drep)" \
 		"soak: node$me's neighbours: $(ip neigh show dev eth0 | tr '\n' ';')" \
+		"soak: node$me's GSI QP: $(rdma res show qp lqpn 1 2>&1 | tr -s ' ')" \
 		"soak: node$me's rxe counters: $(grep -H . /sys/class/infiniband/"$RV_IBDEV"/ports/1/hw_counters/* 2>/dev/null |
 			sed 's|.*/||' | tr '\n' ' ')"
 	barrier soak-end 400 || true
