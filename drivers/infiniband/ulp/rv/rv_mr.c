@@ -1237,7 +1237,8 @@ static bool rv_mr_range_ok(u64 addr, u64 length)
  * gives it an entry that has some, and the check below keeps a key from
  * leaking should that change.  The keys are the values recorded at
  * registration (the caller holds a reference to @e, not the device:
- * copying to user space may fault on memory user space serves).  -EOVERFLOW when @rkeys is too short.
+ * copying to user space may fault on memory user space serves).
+ * -EOVERFLOW when @rkeys is too short.
  */
 static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 {
