@@ -343,7 +343,7 @@ cm_counts() {
 
 soak_test() {
 	local k=rs flaps=${RV_SOAK_FLAPS:-6} per p i f n ok name bytes=0 resent=0
-	local down ack ack_arg gap conn_ms cut_fails=0
+	local down ack ack_arg gap conn_ms gsi cut_fails=0
 	local -a names=()
 	# Processes per peer node: 4 processes per node whatever the size of
 	# the group (4 with 2 nodes, 2 per peer with 3).  Node me's process i
@@ -371,6 +371,16 @@ soak_test() {
 	# failed too, 7 tries after its last send: 60 s, or 4 cuts' worth.
 	conn_ms=$((down * 4 > 60 ? down * 4000 : 60000))
 	soak_rxe_debug
+	# The cut toggles netem's loss on a qdisc put in place before any
+	# traffic.  Adding and deleting the root qdisc per cut would swap in
+	# noop_qdisc for a moment, which answers NET_XMIT_CN; 6.12's rxe
+	# turns any non-zero ip_local_out() return into a fatal send error
+	# (6.1's mapped it through net_xmit_eval() and retried), and on QP1
+	# that stops the node's CM for good.  The limit keeps netem's queue
+	# from overflowing (NET_XMIT_DROP, the same error) while passing.
+	if ! tc qdisc replace dev eth0 root netem loss 0% limit 100000; then
+		cut_fails=$((cut_fails + 1))
+	fi
 	barrier soak-start || true
 	for ((p = 0; p < RV_NODES; p++)); do
 		[[ $p -eq $me ]] && continue
@@ -400,13 +410,14 @@ soak_test() {
 	for ((f = 1; f <= flaps; f++)); do
 		sleep "$gap"
 		if [[ $((f % RV_NODES)) -eq $me ]]; then
-			if tc qdisc add dev eth0 root netem loss 100%; then
+			if tc qdisc change dev eth0 root netem loss 100%; then
 				n=$((n + 1))
 			else
 				cut_fails=$((cut_fails + 1))
 			fi
 			sleep "$down"
-			tc qdisc del dev eth0 root 2>/dev/null
+			tc qdisc change dev eth0 root netem loss 0% ||
+				cut_fails=$((cut_fails + 1))
 		else
 			sleep "$down"
 		fi
@@ -415,7 +426,7 @@ soak_test() {
 	if [[ $cut_fails -eq 0 ]]; then
 		tap_ok "soak.cuts"
 	else
-		tap_fail "soak.cuts" "tc could not add a netem qdisc $cut_fails times (CONFIG_NET_SCH_NETEM?)"
+		tap_fail "soak.cuts" "tc could not set up or change the netem qdisc $cut_fails times (CONFIG_NET_SCH_NETEM?)"
 	fi
 	if [[ $me == 0 ]]; then
 		sleep "$(rv_secs 20)"	# the last outage's re-sends
@@ -440,7 +451,16 @@ soak_test() {
 		"soak: node$me's GSI QP: $(rdma res show qp lqpn 1 2>&1 | tr -s ' ')" \
 		"soak: node$me's rxe counters: $(grep -H . /sys/class/infiniband/"$RV_IBDEV"/ports/1/hw_counters/* 2>/dev/null |
 			sed 's|.*/||' | tr '\n' ' ')"
+	# QP1 in ERR means this node's CM has been deaf and mute since, and
+	# every failure above follows from it rather than from rv.
+	gsi=$(rdma res show qp lqpn 1 2>&1 | sed -n 's/.* state \([A-Z]*\) .*/\1/p')
+	if [[ $gsi == RTS ]]; then
+		tap_ok "soak.gsi-qp-ready"
+	else
+		tap_fail "soak.gsi-qp-ready" "node$me's GSI QP is in state '${gsi:-unknown}', not RTS: its CM can no longer send"
+	fi
 	barrier soak-end 400 || true
+	tc qdisc del dev eth0 root 2>/dev/null
 }
 
 # ---- permanent failure: the peer's processes die and its rv goes away -----
