@@ -179,7 +179,9 @@ struct rv_query {
  *             GID entry, @job_key_len or a size out of range, non-zero key
  *             bytes past @job_key_len, @ring_entries not a power of two,
  *             @mr_cache_bytes above max_mr_cache_bytes, @rsvd not 0
- *  ENODEV     no RDMA device has @dev_index, or it is being removed
+ *  ENODEV     no RDMA device has @dev_index, or it is being removed, or
+ *             the caller's network namespace may not use it (netns
+ *             exclusive mode, "rdma system set netns exclusive")
  *  EALREADY   this file is already attached
  *  EBUSY      the job exists with a different @num_conn, @slot_bits,
  *             @gid_index or @heartbeat_ms (after defaults are applied)

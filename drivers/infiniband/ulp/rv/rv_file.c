@@ -13,6 +13,7 @@
 #include <linux/compat.h>
 #include <linux/fs.h>
 #include <linux/log2.h>
+#include <linux/nsproxy.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -345,6 +346,14 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	if (!dev) {
 		ret = -ENODEV;
 		goto out_unlock;
+	}
+	/*
+	 * In exclusive netns mode a device belongs to one namespace; to any
+	 * other it must look absent, as it does to their verbs and netlink.
+	 */
+	if (!rdma_dev_access_netns(dev->ibdev, current->nsproxy->net_ns)) {
+		ret = -ENODEV;
+		goto out_put_dev;
 	}
 	ret = rv_attach_check_port(dev, cmd);
 	if (ret)

@@ -5,7 +5,9 @@
  * a ring of N entries), with -m (with -a) also registers two 1 MiB
  * buffers and keeps one in use, prints "ready <slot>" and keeps the file
  * until its stdin reaches EOF; then drops the MR reference (which must
- * work even after device removal).  Exit status 0 when all of that
+ * work even after device removal).  -i INDEX attaches to that device
+ * index instead of looking $RV_IBDEV up (netlink hides a device from a
+ * namespace that may not use it; the kernel must refuse it too).  Exit status 0 when all of that
  * worked, 1 (with a message on stderr) otherwise.
  */
 #define _GNU_SOURCE
@@ -21,16 +23,19 @@
 int main(int argc, char **argv)
 {
 	bool do_attach = false, do_mr = false;
-	int ret, slot = -1, held = 0, opt;
+	int ret, slot = -1, held = 0, opt, dev_index = -1;
 	uint32_t ring_entries = 0;
 	struct rv *rv;
 	char *buf;
 	char c;
 
-	while ((opt = getopt(argc, argv, "amr:")) != -1) {
+	while ((opt = getopt(argc, argv, "ai:mr:")) != -1) {
 		switch (opt) {
 		case 'a':
 			do_attach = true;
+			break;
+		case 'i':
+			dev_index = atoi(optarg);
 			break;
 		case 'm':
 			do_mr = true;
@@ -39,7 +44,7 @@ int main(int argc, char **argv)
 			ring_entries = strtoul(optarg, NULL, 0);
 			break;
 		default:
-			fprintf(stderr, "usage: rv_hold [-a [-m] [-r ENTRIES]]\n");
+			fprintf(stderr, "usage: rv_hold [-a [-i INDEX] [-m] [-r ENTRIES]]\n");
 			return 1;
 		}
 	}
@@ -53,7 +58,8 @@ int main(int argc, char **argv)
 	if (do_attach) {
 		struct rv_attach a;
 
-		ret = rv_device_index(rv_test_ibdev());
+		ret = dev_index >= 0 ? dev_index :
+				       rv_device_index(rv_test_ibdev());
 		if (ret < 0) {
 			fprintf(stderr, "rv_hold: device %s: %s\n",
 				rv_test_ibdev(), strerror(-ret));
