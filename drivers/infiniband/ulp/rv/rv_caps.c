@@ -6,7 +6,7 @@
  * its MR cache's pins share.
  *
  * Why per uid: most of a connection's kernel memory (its QPs' queues and
- * CQs, about 0.5 MiB on rxe once connected) is allocated by the device in
+ * CQs, at least 0.5 MiB on rxe once connected) is allocated by the device in
  * rdma_cm's context and charged to no memory cgroup, so neither memcg nor
  * RLIMIT_MEMLOCK bounds a loop of CONN_CREATE (and CONN_CONNECT); the
  * number of objects does.  The uid is the job's (ATTACH's current_uid(),

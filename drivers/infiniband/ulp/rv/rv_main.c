@@ -61,19 +61,20 @@ MODULE_PARM_DESC(frwr_max_pages, "Most pages one fast-registration MR maps (0 = 
 /*
  * Per-uid caps (rv_caps.c), EDQUOT beyond.  0, the default, sizes them
  * from the node's memory at load, and the parameter then shows the value
- * in use.  A connection's QPs and CQs cost about 0.5 MiB of kernel memory
- * on rxe with the default conn_wqe_budget, which is split between the
- * QPs whatever num_conn is (534 kB each, measured in a 768 MiB guest when
- * CONN_CREATE still made the CQs; they now come with the QPs, at
- * CONN_CONNECT or an incoming request), little of it charged to any
- * memory cgroup.  One connection per 4 MiB of RAM lets a uid's
- * connections take about an eighth of the node: 192 in that guest,
- * which 1400 would exhaust, and 16384 on a 64 GiB node, more than one
- * job over every node of the largest clusters needs (one connection per
- * remote node).  A job (a PD, and a fast-registration QP and CQ once it
- * registers remote memory) costs less than a connection, and a node runs
- * a few per user and device port: one per 8 MiB (96 in that guest, 8192
- * with 64 GiB).  At least 64 of each.
+ * in use.  A connection's QPs and CQs cost at least 0.5 MiB of kernel
+ * memory on rxe with the default conn_wqe_budget, which is split between
+ * the QPs whatever num_conn is (534 kB each, measured in a 768 MB guest
+ * when CONN_CREATE made the CQs, before any QP; they now come with the
+ * QPs, at CONN_CONNECT or an incoming request, and an idle connection is
+ * about 4 kB), little of it charged to any memory cgroup.  One connection
+ * per 4 MiB of RAM lets a uid's connections take about an eighth of the
+ * node: 176 in that guest (706 MiB of RAM to its kernel, which 1400 would
+ * exhaust), and 16384 on a 64 GiB node, more than one job over every node
+ * of the largest clusters needs (one connection per remote node).  A job
+ * (a PD, and a fast-registration QP and CQ once it registers remote
+ * memory) costs less than a connection, and a node runs a few per user and
+ * device port: one per 8 MiB (88 in that guest, 8192 with 64 GiB).  At
+ * least 64 of each.
  */
 unsigned int rv_max_jobs_per_uid;
 module_param_named(max_jobs_per_uid, rv_max_jobs_per_uid, uint, 0444);

@@ -27,7 +27,7 @@ RING=(-r 64)
 # helper's page cache (9p), and slab and per-CPU caches that keep freed
 # objects, move it by a few MiB from one measurement to the next; 8 MiB
 # is about 1% of the guest, a twelfth of what the connection cap lets
-# connected connections hold (192 x 534 kB).
+# connected connections hold (176 x 534 kB here).
 TOLERANCE_KB=8192
 
 declare -A hold_pid hold_fd
