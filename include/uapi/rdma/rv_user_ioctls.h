@@ -187,7 +187,12 @@ struct rv_query {
  *             @gid_index or @heartbeat_ms (after defaults are applied)
  *  ENOSPC     every slot of the job is taken
  *  ENOMEM     out of memory, or the event ring would exceed the caller's
- *             RLIMIT_MEMLOCK or its memory cgroup's limit
+ *             RLIMIT_MEMLOCK (one budget with its MR cache's pins: both
+ *             count in the process's VmPin) or its memory cgroup's limit
+ *  EDQUOT     the job does not exist yet and the caller's uid (its real
+ *             uid, the job's owner) already holds max_jobs_per_uid jobs
+ *             (a module parameter; root is not exempt); joining an
+ *             existing job is not refused
  */
 struct rv_attach {
 	__u32 size;
@@ -284,7 +289,8 @@ struct rv_attach {
  *  EINVAL   @length 0, @addr + @length wraps, unknown @access bits
  *  EFAULT   part of the range is not mapped, or mapped without the
  *           access above (PROT_NONE, read-only for a writable request)
- *  ENOMEM   pinning would exceed RLIMIT_MEMLOCK (also when it is 0 and the
+ *  ENOMEM   pinning would exceed RLIMIT_MEMLOCK, counting the process's
+ *           event rings too (also when it is 0 and the
  *           caller lacks CAP_IPC_LOCK), out of memory, or (remote access)
  *           the device could not give the job's registration QP
  *  ENOSPC   the request cannot fit under the cache limit even after
@@ -463,7 +469,8 @@ struct rv_mr_stats {
  * event that finds the ring full is dropped and counted in @overflows, so
  * a consumer can tell it lost events.  poll(2) and epoll report EPOLLIN
  * while events are pending.  The ring's pages are charged to the
- * attaching process's RLIMIT_MEMLOCK at ATTACH.
+ * attaching process's RLIMIT_MEMLOCK at ATTACH, in the same budget as the
+ * pages REG_MEM pins (the process's pinned_vm, VmPin).
  *
  * mmap errors: ENOTCONN (not attached), EPERM (not the attaching
  * process), EINVAL (offset not 0, length not the ring's, or a private
@@ -628,6 +635,10 @@ struct rv_event {
  *  EADDRINUSE    rv's listener could not bind cm_port
  *  EADDRNOTAVAIL the job's GID entry no longer exists (its address went
  *                away)
+ *  EDQUOT        the job has no connection to @addr yet and the jobs of
+ *                its uid already hold max_conns_per_uid connections (a
+ *                module parameter; root is not exempt); a handle to an
+ *                existing connection is not refused
  */
 struct rv_conn_create {
 	__u32 size;

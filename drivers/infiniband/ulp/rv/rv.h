@@ -36,6 +36,11 @@
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
  *
+ *   rv_uid_lock (rv_caps.c) is a leaf too: jobs are charged to their uid
+ *   under rv_device.jobs_lock, connections under rv_conn_list_lock, and
+ *   both are uncharged where they are freed (under jobs_lock, or with no
+ *   rv lock but rv_file.lock); it is never held while taking another.
+ *
  *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock, and
  *   rv_conn_list_lock -> rv_conn.lock under rv_device.jobs_lock; rdma_cm
  *   handlers take only those two.
@@ -285,6 +290,21 @@ extern unsigned long rv_default_mr_cache_bytes;
 extern unsigned long long rv_max_mr_cache_bytes;
 extern unsigned int rv_default_heartbeat_ms;
 extern unsigned int rv_frwr_max_pages_param;
+extern unsigned int rv_max_jobs_per_uid;
+extern unsigned int rv_max_conns_per_uid;
+
+/* rv_caps.c: per-uid counts and the RLIMIT_MEMLOCK charge */
+enum rv_uid_kind {
+	RV_UID_JOBS,
+	RV_UID_CONNS,
+	RV_UID_NR
+};
+
+int rv_uid_charge(kuid_t uid, enum rv_uid_kind kind);
+void rv_uid_uncharge(kuid_t uid, enum rv_uid_kind kind);
+void rv_uid_exit(void);
+int rv_pin_charge(struct mm_struct *mm, unsigned long pages);
+void rv_pin_uncharge(struct mm_struct *mm, unsigned long pages);
 
 /* rv_device.c */
 int rv_device_init(void);

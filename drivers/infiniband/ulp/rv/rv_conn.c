@@ -237,6 +237,7 @@ static void rv_conn_unlink(struct kref *kref)
 	mutex_unlock(&rv_conn_list_lock);
 
 	rv_conn_release_ib(conn, RV_CONN_REASON_NONE);
+	rv_uid_uncharge(conn->job->params.uid, RV_UID_CONNS);
 	rv_conn_free(conn);
 }
 
@@ -302,6 +303,13 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 			kref_get(&conn->kref);
 			goto out_found;
 		}
+	}
+	/* Counted when linked, so that a second handle costs no quota. */
+	ret = rv_uid_charge(job->params.uid, RV_UID_CONNS);
+	if (ret) {
+		mutex_unlock(&rv_conn_list_lock);
+		rv_conn_free(fresh);
+		goto out_unlock_dev;
 	}
 	conn = fresh;
 	fresh = NULL;

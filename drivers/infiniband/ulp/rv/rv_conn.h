@@ -23,6 +23,7 @@
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
  *           rv_conn.lock
+ *           rv_uid_lock (a leaf: counting a new connection, rv_caps.c)
  *
  * rdma_cm event handlers run in the CM's work context and take only
  * rv_conn_list_lock (a connection request, to find its connection: it

@@ -272,7 +272,8 @@ int rv_cmd_dump(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	b.max = min_t(u32, cmd->buf_len / b.record_size, RV_DUMP_MAX_RECORDS);
 	if (b.max) {
 		b.records = kvcalloc(b.max, b.record_size,
-				     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+				     GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
+				     __GFP_RETRY_MAYFAIL);
 		if (!b.records)
 			return -ENOMEM;
 	}

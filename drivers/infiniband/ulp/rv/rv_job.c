@@ -48,9 +48,15 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	struct rv_job *job;
 	int ret;
 
+	ret = rv_uid_charge(params->uid, RV_UID_JOBS);
+	if (ret)
+		return ERR_PTR(ret);
+
 	job = kzalloc(sizeof(*job), GFP_KERNEL_ACCOUNT);
-	if (!job)
-		return ERR_PTR(-ENOMEM);
+	if (!job) {
+		ret = -ENOMEM;
+		goto out_uncharge;
+	}
 
 	ret = ida_alloc(&rv_job_ida, GFP_KERNEL);
 	if (ret < 0)
@@ -78,6 +84,8 @@ out_free_id:
 	ida_free(&rv_job_ida, job->id);
 out_free_job:
 	kfree(job);
+out_uncharge:
+	rv_uid_uncharge(params->uid, RV_UID_JOBS);
 	return ERR_PTR(ret);
 }
 
@@ -120,6 +128,7 @@ static void rv_job_free(struct kref *kref)
 	WARN_ON(!xa_empty(&job->slots));
 	xa_destroy(&job->slots);
 	ida_free(&rv_job_ida, job->id);
+	rv_uid_uncharge(job->params.uid, RV_UID_JOBS);
 	/* Never the last reference: every caller holds one of its own. */
 	rv_device_put(job->dev);
 	kfree(job);
@@ -133,7 +142,8 @@ static void rv_job_free(struct kref *kref)
  *
  * Return: 0 with @rf->job and @rf->slot set, -ENODEV if the device is being
  * removed, -EBUSY if the job exists with another configuration, -ENOSPC if
- * all its slots are taken, -ENOMEM.
+ * all its slots are taken, -EDQUOT if a new job would exceed the uid's
+ * max_jobs_per_uid, -ENOMEM.
  */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params)

@@ -6,7 +6,10 @@
 #include "rv_conn.h"
 
 #include <linux/log2.h>
+#include <linux/math64.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/sizes.h>
 #include <linux/module.h>
 
 /*
@@ -55,8 +58,47 @@ unsigned int rv_frwr_max_pages_param;
 module_param_named(frwr_max_pages, rv_frwr_max_pages_param, uint, 0444);
 MODULE_PARM_DESC(frwr_max_pages, "Most pages one fast-registration MR maps (0 = the device's limit, default 0)");
 
+/*
+ * Per-uid caps (rv_caps.c), EDQUOT beyond.  0, the default, sizes them
+ * from the node's memory at load, and the parameter then shows the value
+ * in use.  A connection's QPs and CQs cost at least 0.5 MiB of kernel
+ * memory on rxe with the default conn_wqe_budget, which is split between
+ * the QPs whatever num_conn is (534 kB each, measured in a 768 MB guest
+ * when CONN_CREATE made the CQs, before any QP; they now come with the
+ * QPs, at CONN_CONNECT or an incoming request, and an idle connection is
+ * about 4 kB), little of it charged to any memory cgroup.  One connection
+ * per 4 MiB of RAM lets a uid's connections take about an eighth of the
+ * node: 176 in that guest (706 MiB of RAM to its kernel, which 1400 would
+ * exhaust), and 16384 on a 64 GiB node, more than one job over every node
+ * of the largest clusters needs (one connection per remote node).  A job
+ * (a PD, and a fast-registration QP and CQ once it registers remote
+ * memory) costs less than a connection, and a node runs a few per user and
+ * device port: one per 8 MiB (88 in that guest, 8192 with 64 GiB).  At
+ * least 64 of each.
+ */
+unsigned int rv_max_jobs_per_uid;
+module_param_named(max_jobs_per_uid, rv_max_jobs_per_uid, uint, 0444);
+MODULE_PARM_DESC(max_jobs_per_uid, "Most jobs one uid may hold (0 = one per 8 MiB of RAM, at least 64: the default)");
+
+unsigned int rv_max_conns_per_uid;
+module_param_named(max_conns_per_uid, rv_max_conns_per_uid, uint, 0444);
+MODULE_PARM_DESC(max_conns_per_uid, "Most connections one uid's jobs may hold (0 = one per 4 MiB of RAM, at least 64: the default)");
+
+/* One object per @bytes of RAM, at least 64. */
+static unsigned int rv_cap_from_ram(unsigned long bytes)
+{
+	u64 ram = (u64)totalram_pages() << PAGE_SHIFT;
+
+	return clamp_t(u64, div64_u64(ram, bytes), 64, U32_MAX);
+}
+
 static int rv_check_params(void)
 {
+	if (!rv_max_jobs_per_uid)
+		rv_max_jobs_per_uid = rv_cap_from_ram(SZ_8M);
+	if (!rv_max_conns_per_uid)
+		rv_max_conns_per_uid = rv_cap_from_ram(SZ_4M);
+
 	if (!rv_default_num_conn ||
 	    rv_default_num_conn > RV_MAX_CONN_PER_NODE) {
 		pr_err("num_conn=%u out of range 1..%u\n", rv_default_num_conn,
@@ -151,6 +193,7 @@ static void __exit rv_exit(void)
 	rv_device_exit();
 	rv_job_exit();
 	rv_write_exit();
+	rv_uid_exit();
 }
 
 module_init(rv_init);

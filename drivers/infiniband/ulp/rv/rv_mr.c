@@ -206,13 +206,14 @@ static void rv_mr_unpin(struct rv_mr_entry *e)
 						 e->access &
 						 RV_ACCESS_LOCAL_WRITE);
 	sg_free_append_table(&e->pages);
-	atomic64_sub(e->npages, &e->notifier.mm->pinned_vm);
+	rv_pin_uncharge(e->notifier.mm, e->npages);
 	e->pinned = false;
 }
 
 /*
  * Pin @e's pages, charged to the process's pinned_vm against
- * RLIMIT_MEMLOCK as ib_umem_get() does, with Linux 6.12's flags on every
+ * RLIMIT_MEMLOCK as ib_umem_get() does (rv_pin_charge(): the budget the
+ * event ring shares), with Linux 6.12's flags on every
  * kernel (write only for writable access; 6.1's umem also forced
  * read-only pins to write, breaking copy-on-write).  Outside the device's
  * read section: faulting the pages in may wait on user space (a
@@ -222,7 +223,6 @@ static void rv_mr_unpin(struct rv_mr_entry *e)
  */
 static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
 {
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	unsigned int gup = FOLL_LONGTERM;
 	struct mm_struct *mm = e->notifier.mm;
 	u64 addr = e->it.start & PAGE_MASK;
@@ -233,11 +233,9 @@ static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
 
 	if (e->access & RV_ACCESS_LOCAL_WRITE)
 		gup |= FOLL_WRITE;
-	if (atomic64_add_return(e->npages, &mm->pinned_vm) > limit &&
-	    !capable(CAP_IPC_LOCK)) {
-		ret = -ENOMEM;
-		goto out_uncharge;
-	}
+	ret = rv_pin_charge(mm, e->npages);
+	if (ret)
+		return ret;
 	list = (struct page **)__get_free_page(GFP_KERNEL);
 	if (!list) {
 		ret = -ENOMEM;
@@ -274,7 +272,7 @@ static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
 	return ret;
 
 out_uncharge:
-	atomic64_sub(e->npages, &mm->pinned_vm);
+	rv_pin_uncharge(mm, e->npages);
 	return ret;
 }
 
@@ -940,7 +938,8 @@ static struct scatterlist *rv_mr_sgl(struct rv_mr_cache *cache, u32 ents)
 
 	if (ents <= cache->sgl_len)
 		return cache->sgl;
-	sgl = kvmalloc_array(ents, sizeof(*sgl), GFP_KERNEL_ACCOUNT);
+	sgl = kvmalloc_array(ents, sizeof(*sgl),
+			     GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
 	if (!sgl || ents > RV_MR_SGL_KEEP)
 		return sgl;
 	kvfree(cache->sgl);
@@ -1055,8 +1054,12 @@ static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
 		size = size_add(size, array_size(nr_keys,
 						 sizeof(struct rv_frmr)));
 	}
-	/* Only the entry itself needs zeroes: the arrays are filled first. */
-	e = kvmalloc(size, GFP_KERNEL_ACCOUNT);
+	/*
+	 * Only the entry itself needs zeroes: the arrays are filled first.
+	 * Their size is the caller's (a page's worth per 2 MiB registered):
+	 * failing is an errno for it, not a reason for the OOM killer.
+	 */
+	e = kvmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
 	if (!e)
 		return NULL;
 	memset(e, 0, sizeof(*e));

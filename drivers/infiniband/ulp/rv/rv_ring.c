@@ -16,6 +16,7 @@
 
 /**
  * rv_ring_alloc - allocate a ring and charge it to @mm's RLIMIT_MEMLOCK
+ *	budget, the one the MR cache's pins use too (rv_pin_charge())
  * @entries: a power of two, already validated by ATTACH
  * @mm: the attaching process (current->mm); the caller keeps it alive
  *	(mmgrab) until rv_ring_free()
@@ -37,7 +38,7 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
 	ring->size = RV_RING_MMAP_SIZE(entries);
 	ring->charged_pages = PAGE_ALIGN(ring->size) >> PAGE_SHIFT;
 
-	ret = account_locked_vm(mm, ring->charged_pages, true);
+	ret = rv_pin_charge(mm, ring->charged_pages);
 	if (ret)
 		goto out_free_ring;
 	ring->mm = mm;
@@ -64,7 +65,7 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
 	return ring;
 
 out_uncharge:
-	account_locked_vm(mm, ring->charged_pages, false);
+	rv_pin_uncharge(mm, ring->charged_pages);
 out_free_ring:
 	kfree(ring);
 	return ERR_PTR(ret);
@@ -75,11 +76,8 @@ void rv_ring_free(struct rv_ring *ring)
 {
 	if (!ring)
 		return;
-	/* The charge can only be returned while the mm is still in use. */
-	if (mmget_not_zero(ring->mm)) {
-		account_locked_vm(ring->mm, ring->charged_pages, false);
-		mmput(ring->mm);
-	}
+	/* The mm is still allocated: the file's mmgrab(), or ATTACH's caller. */
+	rv_pin_uncharge(ring->mm, ring->charged_pages);
 	vfree(ring->area);
 	kfree(ring);
 }

@@ -27,7 +27,7 @@ struct vm_area_struct;
  * @producer: the kernel's own producer index; @hdr->producer is a copy
  * @overflows: events dropped; @hdr->overflows is a copy
  * @size: bytes of @area user space maps
- * @charged_pages: pages charged to @mm's locked_vm
+ * @charged_pages: pages charged to @mm's pinned_vm (rv_pin_charge())
  * @mm: the process charged (the file's attaching mm, mmgrab()ed by it)
  * @wait: poll() and blocking waits
  *

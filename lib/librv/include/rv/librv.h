@@ -114,7 +114,10 @@ int rv_query(struct rv *rv, struct rv_query *q);
  *  -ENOSPC    every slot of the job is taken
  *  -EFAULT    @a is not accessible
  *  -ENOMEM    out of kernel memory, or the event ring would exceed
- *             RLIMIT_MEMLOCK
+ *             RLIMIT_MEMLOCK (one budget with the pages the process's
+ *             registrations pin)
+ *  -EDQUOT    the job is new and the caller's uid already holds the
+ *             module's max_jobs_per_uid jobs
  */
 int rv_attach(struct rv *rv, struct rv_attach *a);
 
@@ -339,6 +342,8 @@ uint64_t rv_ring_overflows(const struct rv *rv);
  *  -EADDRINUSE    rv's listener could not bind its port
  *  -EADDRNOTAVAIL the job's GID entry no longer exists
  *  -ENOMEM        out of kernel memory
+ *  -EDQUOT        the connection is new and the jobs of the caller's uid
+ *                 already hold the module's max_conns_per_uid connections
  */
 int rv_conn_create(struct rv *rv, const struct sockaddr *addr,
 		   socklen_t addrlen, struct rv_conn_create *c);

@@ -102,6 +102,7 @@ static bool errno_documented(int e)
 	case EBUSY: case ENOSPC: case EAGAIN: case EPIPE: case ERANGE:
 	case ESTALE: case EMSGSIZE: case EAFNOSUPPORT: case EADDRINUSE:
 	case EADDRNOTAVAIL: case EINTR: case EOVERFLOW: case EOPNOTSUPP:
+	case EDQUOT:
 		return true;
 	default:
 		return false;

@@ -1,41 +1,147 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rv_hold: helper for rv_module_test.sh and vm/memcg.sh.  Opens /dev/rv,
- * with -a also attaches it to a fresh job on $RV_IBDEV port 1 (with -r N,
- * a ring of N entries), with -m (with -a) also registers two 1 MiB
- * buffers and keeps one in use, prints "ready <slot>" and keeps the file
- * until its stdin reaches EOF; then drops the MR reference (which must
- * work even after device removal).  -i INDEX attaches to that device
- * index instead of looking $RV_IBDEV up (netlink hides a device from a
- * namespace that may not use it; the kernel must refuse it too).  Exit status 0 when all of that
- * worked, 1 (with a message on stderr) otherwise.
+ * rv_hold: helper for rv_module_test.sh, vm/memcg.sh and vm/caps.sh.
+ * Opens /dev/rv, with -a also attaches it to a fresh job on $RV_IBDEV
+ * port 1 (with -r N, a ring of N entries; with -g, on the port's IPv4
+ * RoCE v2 GID, which connections need), with -m (with -a) also registers
+ * two 1 MiB buffers and keeps one in use, prints "ready <slot>" and keeps
+ * the file until its stdin reaches EOF; then drops the MR reference
+ * (which must work even after device removal).  -i INDEX attaches to
+ * that device index instead of looking $RV_IBDEV up (netlink hides a
+ * device from a namespace that may not use it; the kernel must refuse it
+ * too).  Exit status 0 when all of that worked, 1 (with a message on
+ * stderr) otherwise.
+ *
+ * The per-uid caps (vm/caps.sh):
+ *  -c N  (with -a -g) creates connections to N distinct addresses (0:
+ *        until refused) and prints "conns <created> <errno name or 0>"
+ *  -j N  also opens N more files (0: until refused), each attached to a
+ *        job of its own (a ring of -r entries), and prints
+ *        "jobs <attached> <errno name or 0>"
+ * Both hold what they made until EOF like the rest; a refusal is not a
+ * failure of rv_hold (the caller checks the count and errno).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "rv_test_util.h"
 
+/* "EDQUOT" rather than a sentence: the scripts compare it. */
+static const char *err_name(int err)
+{
+	const char *name = err ? strerrorname_np(err) : "0";
+
+	return name ?: "unknown";
+}
+
+/*
+ * Connections from @rv to 10.128.0.1, 10.128.0.2, ... until @max (0: no
+ * limit) or a refusal; prints "conns N ERR".  Handles stay with @rv.
+ */
+static void make_conns(struct rv *rv, unsigned long max)
+{
+	unsigned long n = 0;
+	int err = 0;
+
+	while (!max || n < max) {
+		struct sockaddr_in sin = {
+			.sin_family = AF_INET,
+			.sin_addr.s_addr = htonl(0x0a800001U + n),
+		};
+		int ret = rv_conn_create(rv, (struct sockaddr *)&sin,
+					 sizeof(sin), NULL);
+
+		if (ret < 0) {
+			err = -ret;
+			break;
+		}
+		n++;
+	}
+	printf("conns %lu %s\n", n, err_name(err));
+}
+
+/*
+ * Files attached to jobs of their own until @max (0: no limit) or a
+ * refusal; prints "jobs N ERR".  The files stay open in *@files.
+ */
+static void make_jobs(int dev_index, uint32_t ring_entries,
+		      unsigned long max, struct rv ***files,
+		      unsigned long *nfiles)
+{
+	unsigned long n = 0, room = 0;
+	struct rv **f = NULL;
+	int err = 0;
+
+	while (!max || n < max) {
+		struct rv_attach a;
+		struct rv *rv;
+		int ret;
+
+		if (n == room) {
+			struct rv **more;
+
+			room = room ? 2 * room : 64;
+			more = realloc(f, room * sizeof(*f));
+			if (!more) {
+				err = ENOMEM;
+				break;
+			}
+			f = more;
+		}
+		ret = rv_open(&rv, 0);
+		if (ret) {
+			err = -ret;
+			break;
+		}
+		rv_attach_init(&a, dev_index, RV_JOB_KEY_MAX);
+		a.ring_entries = ring_entries;
+		ret = rv_attach(rv, &a);
+		if (ret < 0) {
+			rv_close(rv);
+			err = -ret;
+			break;
+		}
+		f[n++] = rv;
+	}
+	printf("jobs %lu %s\n", n, err_name(err));
+	*files = f;
+	*nfiles = n;
+}
+
 int main(int argc, char **argv)
 {
-	bool do_attach = false, do_mr = false;
+	bool do_attach = false, do_mr = false, ipv4_gid = false;
+	long conns = -1, jobs = -1;
 	int ret, slot = -1, held = 0, opt, dev_index = -1;
+	unsigned long nfiles = 0, i;
 	uint32_t ring_entries = 0;
+	struct rv **files = NULL;
 	struct rv *rv;
 	char *buf;
 	char c;
 
-	while ((opt = getopt(argc, argv, "ai:mr:")) != -1) {
+	while ((opt = getopt(argc, argv, "ac:gi:j:mr:")) != -1) {
 		switch (opt) {
 		case 'a':
 			do_attach = true;
 			break;
+		case 'c':
+			conns = strtol(optarg, NULL, 0);
+			break;
+		case 'g':
+			ipv4_gid = true;
+			break;
 		case 'i':
 			dev_index = atoi(optarg);
+			break;
+		case 'j':
+			jobs = strtol(optarg, NULL, 0);
 			break;
 		case 'm':
 			do_mr = true;
@@ -44,11 +150,15 @@ int main(int argc, char **argv)
 			ring_entries = strtoul(optarg, NULL, 0);
 			break;
 		default:
-			fprintf(stderr, "usage: rv_hold [-a [-i INDEX] [-m] [-r ENTRIES]]\n");
+			fprintf(stderr, "usage: rv_hold [-a [-i INDEX] [-g [-c N]] [-m] [-r ENTRIES]] [-j N]\n");
 			return 1;
 		}
 	}
 	do_mr = do_mr && do_attach;
+	if (conns >= 0 && !(do_attach && ipv4_gid)) {
+		fprintf(stderr, "rv_hold: -c needs -a -g\n");
+		return 1;
+	}
 
 	ret = rv_open(&rv, 0);
 	if (ret) {
@@ -65,8 +175,19 @@ int main(int argc, char **argv)
 				rv_test_ibdev(), strerror(-ret));
 			goto out_close;
 		}
+		dev_index = ret;
 		rv_attach_init(&a, ret, RV_JOB_KEY_MAX);
 		a.ring_entries = ring_entries;
+		if (ipv4_gid) {
+			ret = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+			if (ret < 0) {
+				fprintf(stderr, "rv_hold: no IPv4 RoCE v2 GID on %s\n",
+					rv_test_ibdev());
+				ret = -ENOENT;
+				goto out_close;
+			}
+			a.gid_index = ret;
+		}
 		ret = rv_attach(rv, &a);
 		if (ret < 0) {
 			fprintf(stderr, "rv_hold: rv_attach: %s\n",
@@ -96,6 +217,19 @@ int main(int argc, char **argv)
 			goto out_close;
 		}
 	}
+	if (conns >= 0)
+		make_conns(rv, conns);
+	if (jobs >= 0) {
+		if (dev_index < 0)
+			dev_index = rv_device_index(rv_test_ibdev());
+		if (dev_index < 0) {
+			ret = dev_index;
+			fprintf(stderr, "rv_hold: device %s: %s\n",
+				rv_test_ibdev(), strerror(-ret));
+			goto out_close;
+		}
+		make_jobs(dev_index, ring_entries, jobs, &files, &nfiles);
+	}
 	printf("ready %d\n", slot);
 	fflush(stdout);
 
@@ -114,6 +248,9 @@ int main(int argc, char **argv)
 				strerror(-ret));
 	}
 out_close:
+	for (i = 0; i < nfiles; i++)
+		rv_close(files[i]);
+	free(files);
 	rv_close(rv);
 	return ret < 0 ? 1 : 0;
 }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Event ring tests: the mapping's rules and layout, poll(), the
- * RLIMIT_MEMLOCK charge, and that a process can only map its own ring and
+ * RLIMIT_MEMLOCK charge (one budget with the MR pins), and that a process can only map its own ring and
  * only harm its own.  Events themselves come with the data path.  Needs
  * /dev/rv and an RDMA device ($RV_IBDEV).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -181,7 +182,10 @@ TEST(poll_before_attach)
 	close(pfd.fd);
 }
 
-/* The ring is charged to RLIMIT_MEMLOCK (VmLck) and uncharged at close. */
+/*
+ * The ring is charged to RLIMIT_MEMLOCK, in VmPin (pinned_vm) like the MR
+ * cache's pins, and uncharged at close.
+ */
 TEST(memlock_charge)
 {
 	struct rlimit rl = { 256 * 1024, 256 * 1024 };
@@ -192,7 +196,7 @@ TEST(memlock_charge)
 		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
 	ASSERT_EQ(0, rv_drop_cap_ipc_lock());
 	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
-	before = rv_proc_status_kb("VmLck");
+	before = rv_proc_status_kb("VmPin");
 	ASSERT_LE(0, before);
 
 	fd = open(RV_DEV_PATH, O_RDWR | O_CLOEXEC);
@@ -202,16 +206,93 @@ TEST(memlock_charge)
 	if (ret == -ENODEV)
 		SKIP(return, "no RDMA device");
 	EXPECT_EQ(-ENOMEM, ret);
-	EXPECT_EQ(before, rv_proc_status_kb("VmLck"));
+	EXPECT_EQ(before, rv_proc_status_kb("VmPin"));
 	EXPECT_EQ(MAP_FAILED, map_ring(fd, 4096, MAP_SHARED, 0));
 	EXPECT_EQ(ENOTCONN, errno);
 
 	/* 4096 entries (128 KiB + header) fit. */
 	ASSERT_EQ(0, raw_attach(fd, 4096));
 	pages = (RV_RING_MMAP_SIZE(4096) + 4095) / 4096;
-	EXPECT_EQ(before + pages * 4, rv_proc_status_kb("VmLck"));
+	EXPECT_EQ(before + pages * 4, rv_proc_status_kb("VmPin"));
 	close(fd);
-	EXPECT_EQ(before, rv_proc_status_kb("VmLck"));
+	EXPECT_EQ(before, rv_proc_status_kb("VmPin"));
+}
+
+/*
+ * One RLIMIT_MEMLOCK budget for the ring and the MR pins, as an
+ * unprivileged user (uid 65534, no capability): with a 4 MiB limit a ring
+ * of 65536 entries (2 MiB + 128 bytes: 513 pages) fits alone, a 3 MiB
+ * registration (768 pages) fits alone, both together do not: REG_MEM
+ * after the big ring, and ATTACH of a big ring after the registration,
+ * are ENOMEM, and closing the file that held the budget frees it.
+ */
+TEST(memlock_shared_with_mr)
+{
+	struct rlimit rl = { 4 << 20, 4 << 20 };
+	const size_t mr_len = 3 << 20;
+	struct rv_attach a;
+	struct rv *big, *small, *other;
+	long pin_kb;
+	int idx, h;
+	char *buf;
+
+	if (access(RV_DEV_PATH, F_OK))
+		SKIP(return, RV_DEV_PATH " missing: rv module not loaded");
+	idx = rv_device_index(rv_test_ibdev());
+	if (idx < 0)
+		SKIP(return, "no RDMA device");
+	buf = mmap(NULL, mr_len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	memset(buf, 1, mr_len);
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	/* The harness forked this test: the uid change ends with it. */
+	if (geteuid() == 0) {
+		ASSERT_EQ(0, setresgid(65534, 65534, 65534));
+		ASSERT_EQ(0, setgroups(0, NULL));
+		ASSERT_EQ(0, setresuid(65534, 65534, 65534));
+	}
+	pin_kb = rv_proc_status_kb("VmPin");
+	ASSERT_EQ(0, pin_kb);
+
+	/* The big ring alone fits; a registration on top of it does not. */
+	ASSERT_EQ(0, rv_open(&big, 0));
+	rv_attach_init(&a, (uint32_t)idx, 8);
+	a.ring_entries = 65536;
+	ASSERT_LE(0, rv_attach(big, &a));
+	EXPECT_EQ(513 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(-ENOMEM, rv_reg_mem(big, buf, mr_len,
+				      RV_ACCESS_LOCAL_WRITE, NULL));
+	EXPECT_EQ(513 * 4, rv_proc_status_kb("VmPin"));
+	rv_close(big);
+	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
+
+	/* The registration fits with a one-page ring... */
+	ASSERT_EQ(0, rv_open(&small, 0));
+	rv_attach_init(&a, (uint32_t)idx, 8);
+	a.ring_entries = RV_MIN_RING_ENTRIES;
+	ASSERT_LE(0, rv_attach(small, &a));
+	h = rv_reg_mem(small, buf, mr_len, RV_ACCESS_LOCAL_WRITE, NULL);
+	ASSERT_GT(h, 0);
+	EXPECT_EQ(4 + 768 * 4, rv_proc_status_kb("VmPin"));
+
+	/* ...and then leaves no room for the big ring of another file. */
+	ASSERT_EQ(0, rv_open(&other, 0));
+	rv_attach_init(&a, (uint32_t)idx, 8);
+	a.ring_entries = 65536;
+	EXPECT_EQ(-ENOMEM, rv_attach(other, &a));
+	EXPECT_EQ(4 + 768 * 4, rv_proc_status_kb("VmPin"));
+
+	/* Closing the file with the pins frees the budget for it. */
+	EXPECT_EQ(0, rv_dereg_mem(small, h));
+	rv_close(small);
+	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
+	rv_attach_init(&a, (uint32_t)idx, 8);
+	a.ring_entries = 65536;
+	EXPECT_LE(0, rv_attach(other, &a));
+	EXPECT_EQ(513 * 4, rv_proc_status_kb("VmPin"));
+	rv_close(other);
+	munmap(buf, mr_len);
 }
 
 TEST(librv_ring)

@@ -1,0 +1,234 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# caps.sh - one node: the per-uid caps on jobs and connections
+# (max_jobs_per_uid, max_conns_per_uid).  rv is loaded with the defaults,
+# which come from the guest's memory.  uid 65534 creates connections
+# (then jobs) in a loop until refused: the count must be the cap and the
+# errno EDQUOT; another process of that uid is refused at once, while
+# another uid (65533) and root still create theirs; MemAvailable comes
+# back after close; and the count is given back on every teardown path:
+# close, SIGKILL of the holder, and close after the device was removed
+# (each checked by reaching the cap again from zero).  Finally rv unloads
+# (its count table must be empty: a WARNING otherwise, which fails the
+# run) and is loaded again.
+
+set -uo pipefail
+# shellcheck source=tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+: "${RV_NODE:?run me with rv-vm}" "${RV_IBDEV:?}" "${RV_OUT:?}"
+HOLD=$RV_REPO/tools/testing/selftests/rv/rv_hold
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+OTHER=(setpriv --reuid=65533 --regid=65533 --clear-groups)
+# One-page rings: 100 files stay far inside 65534's RLIMIT_MEMLOCK.
+RING=(-r 64)
+# What MemAvailable may lack after everything was closed, in kB: the
+# helper's page cache (9p), and slab and per-CPU caches that keep freed
+# objects, move it by a few MiB from one measurement to the next; 8 MiB
+# is about 1% of the guest, a twelfth of what the connection cap lets
+# connected connections hold (176 x 534 kB here).
+TOLERANCE_KB=8192
+
+declare -A hold_pid hold_fd
+
+tap_begin
+
+param() {
+	cat "/sys/module/rv/parameters/$1"
+}
+
+mem_avail_kb() {
+	awk '/^MemAvailable:/ { print $2 }' /proc/meminfo
+}
+
+ready() {
+	grep -q '^ready' "$RV_OUT/caps-$1.out"
+}
+
+gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+# hold_start NAME CMD...: CMD (an rv_hold) in the background, holding
+# what it made until hold_stop NAME closes its stdin.  Fails unless it
+# says "ready" within 120 s.
+hold_start() {
+	local name=$1 fifo=/dev/shm/rv-caps-$1.in fd
+	shift
+	rm -f "$fifo" "$RV_OUT/caps-$name.out"
+	mkfifo "$fifo"
+	"$@" <"$fifo" >"$RV_OUT/caps-$name.out" 2>&1 &
+	hold_pid[$name]=$!
+	exec {fd}>"$fifo"
+	hold_fd[$name]=$fd
+	rm -f "$fifo"
+	rv_wait_until 120 ready "$name" && return 0
+	tap_diag "$name: $(tr '\n' ' ' <"$RV_OUT/caps-$name.out")"
+	hold_stop "$name"
+	return 1
+}
+
+# hold_stop NAME [SIGNAL]: EOF on its stdin (or SIGNAL first), then wait.
+hold_stop() {
+	local pid=${hold_pid[$1]} fd=${hold_fd[$1]}
+	[[ -n ${2:-} ]] && kill "-$2" "$pid"
+	exec {fd}>&-
+	if ! rv_wait_until 60 gone "$pid"; then
+		kill -KILL "$pid"
+		tap_diag "$1: rv_hold did not exit"
+	fi
+	wait "$pid" 2>/dev/null
+}
+
+# held NAME WHAT: the "WHAT N ERR" line of a holder's output.
+held() {
+	grep "^$2 " "$RV_OUT/caps-$1.out"
+}
+
+# expect NAME LINE WANT: one result, LINE (rv_hold's count line) = WANT.
+expect() {
+	if [[ $2 == "$3" ]]; then
+		tap_ok "$1"
+	else
+		tap_fail "$1" "got '$2', want '$3'"
+	fi
+}
+
+# once NAME CMD...: an rv_hold that gives up at once; its count lines.
+once() {
+	local name=$1
+	shift
+	"$@" </dev/null >"$RV_OUT/caps-$name.out" 2>&1
+	sed 's/^/# /' "$RV_OUT/caps-$name.out"
+}
+
+gid_back() {
+	[[ $(rv_gid_index "$RV_IBDEV" 2>/dev/null) =~ ^[0-9]+$ ]]
+}
+
+mem_returns() {
+	now_kb=$(mem_avail_kb)
+	((now_kb >= $1 - TOLERANCE_KB))
+}
+
+if [[ ! -x $HOLD ]] || ! grep -qw '^rv' /proc/modules; then
+	tap_skip caps "rv_hold not built or rv not loaded"
+	tap_end
+	exit 0
+fi
+
+# The defaults: one connection per 4 MiB and one job per 8 MiB of RAM.
+maxc=$(param max_conns_per_uid)
+maxj=$(param max_jobs_per_uid)
+ram=$(awk '/^MemTotal:/ { print $2 * 1024 }' /proc/meminfo)
+want_c=$((ram / 4194304 < 64 ? 64 : ram / 4194304))
+want_j=$((ram / 8388608 < 64 ? 64 : ram / 8388608))
+tap_diag "MemTotal $((ram / 1048576)) MiB: max_conns_per_uid $maxc, max_jobs_per_uid $maxj"
+if [[ " ${RV_KO_ARGS:-} " == *_per_uid=* ]]; then
+	tap_skip default-caps "set by --rv-args"
+else
+	expect default-caps "$maxc $maxj" "$want_c $want_j"
+fi
+
+# ---- connections -------------------------------------------------------
+# The holder's connections to distinct addresses (nothing is sent: never
+# connected) stop at the cap with EDQUOT.
+"$HOLD" </dev/null >/dev/null 2>&1	# its pages in the page cache first
+m0=$(mem_avail_kb)
+if hold_start c1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
+	m1=$(mem_avail_kb)
+	expect conns-cap-edquot "$(held c1 conns)" "conns $maxc EDQUOT"
+	tap_diag "MemAvailable $m0 kB before, $m1 kB at the cap ($(((m0 - m1) / maxc)) kB per idle connection)"
+
+	once c-same "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 1
+	expect conns-cap-across-files "$(held c-same conns)" "conns 0 EDQUOT"
+	once c-other "${OTHER[@]}" "$HOLD" -a -g "${RING[@]}" -c 8
+	expect conns-other-uid-unaffected "$(held c-other conns)" "conns 8 0"
+	once c-root "$HOLD" -a -g -c 8
+	expect conns-root-unaffected "$(held c-root conns)" "conns 8 0"
+
+	hold_stop c1
+	if rv_wait_until 20 mem_returns "$m0"; then
+		tap_ok conns-memory-returns
+	else
+		tap_fail conns-memory-returns "MemAvailable $now_kb kB after close, $m0 kB before"
+	fi
+	tap_diag "MemAvailable $now_kb kB after close"
+	once c-again "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0
+	expect conns-released-at-close "$(held c-again conns)" "conns $maxc EDQUOT"
+else
+	tap_fail conns-cap-edquot "no holder"
+fi
+
+# SIGKILL: the file is released by the dying process.
+if hold_start c2 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
+	hold_stop c2 KILL
+	once c-killed "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0
+	expect conns-released-after-kill "$(held c-killed conns)" "conns $maxc EDQUOT"
+else
+	tap_fail conns-released-after-kill "no holder"
+fi
+
+# ---- jobs ----------------------------------------------------------------
+m0=$(mem_avail_kb)
+if hold_start j1 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
+	m1=$(mem_avail_kb)
+	expect jobs-cap-edquot "$(held j1 jobs)" "jobs $maxj EDQUOT"
+	tap_diag "MemAvailable $m0 kB before, $m1 kB at the cap ($(((m0 - m1) / maxj)) kB per job and its file)"
+
+	once j-same "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 1
+	expect jobs-cap-across-processes "$(held j-same jobs)" "jobs 0 EDQUOT"
+	once j-other "${OTHER[@]}" "$HOLD" "${RING[@]}" -j 8
+	expect jobs-other-uid-unaffected "$(held j-other jobs)" "jobs 8 0"
+	once j-root "$HOLD" "${RING[@]}" -j 8
+	expect jobs-root-unaffected "$(held j-root jobs)" "jobs 8 0"
+
+	hold_stop j1
+	if rv_wait_until 20 mem_returns "$m0"; then
+		tap_ok jobs-memory-returns
+	else
+		tap_fail jobs-memory-returns "MemAvailable $now_kb kB after close, $m0 kB before"
+	fi
+	once j-again "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0
+	expect jobs-released-at-close "$(held j-again jobs)" "jobs $maxj EDQUOT"
+else
+	tap_fail jobs-cap-edquot "no holder"
+fi
+
+if hold_start j2 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
+	hold_stop j2 KILL
+	once j-killed "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0
+	expect jobs-released-after-kill "$(held j-killed jobs)" "jobs $maxj EDQUOT"
+else
+	tap_fail jobs-released-after-kill "no holder"
+fi
+
+# ---- device removal ------------------------------------------------------
+# A holder at both caps (its attached file is one of the jobs) while the
+# device goes: the objects stay until the files close, and their counts
+# go with them.
+if hold_start d1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0 -j 0; then
+	expect removal-holder-at-caps "$(held d1 conns) $(held d1 jobs)" \
+		"conns $maxc EDQUOT jobs $((maxj - 1)) EDQUOT"
+	netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+	tap_run removal-link-delete timeout 60 rdma link delete "$RV_IBDEV"
+	hold_stop d1
+	tap_run removal-link-add rdma link add "$RV_IBDEV" type rxe netdev "${netdev:-eth0}"
+	rv_wait_until 30 gid_back || tap_diag "no IPv4 GID on $RV_IBDEV yet"
+	once d-again "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0 -j 0
+	expect caps-released-after-removal "$(held d-again conns) $(held d-again jobs)" \
+		"conns $maxc EDQUOT jobs $((maxj - 1)) EDQUOT"
+else
+	tap_fail removal-holder-at-caps "no holder"
+fi
+
+if dmesg | grep -q 'Out of memory'; then
+	tap_fail no-oom "$(dmesg | grep 'Out of memory' | head -1)"
+else
+	tap_ok no-oom
+fi
+
+tap_run rmmod timeout 60 rmmod rv
+tap_run reload rv_insmod
+tap_end
