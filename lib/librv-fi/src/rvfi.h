@@ -387,6 +387,9 @@ struct rvfi_inconn {
 	struct rvfi_peer *peer;		/* after HELLO */
 	uint64_t skip;			/* payload bytes to discard */
 	struct rvfi_hdr hdr;		/* the frame being gathered in @big */
+	/* before HELLO: the HELLO frame so far; no @rbuf yet */
+	char pre[sizeof(struct rvfi_hdr) + sizeof(struct rvfi_hello)];
+	size_t pre_len;
 	struct rvfi_rbuf *rbuf;		/* what recv() returned, unparsed */
 	struct rvfi_big *big;		/* a payload larger than @rbuf */
 };

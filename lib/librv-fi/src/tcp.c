@@ -147,16 +147,12 @@ static void do_accept(struct rvfi_ep *ep)
 			return;
 		}
 		tune(fd);
+		/* The receive buffer comes with the HELLO (read_hello()). */
 		c = calloc(1, sizeof(*c));
-		if (c)
-			c->rbuf = malloc(sizeof(*c->rbuf));
-		if (!c || !c->rbuf) {
-			free(c);
+		if (!c) {
 			close(fd);
 			continue;
 		}
-		c->rbuf->len = 0;
-		c->rbuf->off = 0;
 		c->fd = fd;
 		c->sin = sin;
 		c->pe.kind = RVFI_PK_IN;
@@ -164,7 +160,6 @@ static void do_accept(struct rvfi_ep *ep)
 		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
 		ev.data.ptr = &c->pe;
 		if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-			free(c->rbuf);
 			free(c);
 			close(fd);
 			continue;
@@ -398,10 +393,64 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 	}
 }
 
+/*
+ * Before its HELLO a connection is read into @c->pre, exactly up to the
+ * end of the HELLO: an unauthenticated connection costs its socket and
+ * this struct, not a receive buffer.  Returns 1 once the HELLO admitted
+ * the sender (the receive buffer is allocated), 0 if more is to come, -1
+ * if the connection is to be closed.
+ */
+static int read_hello(struct rvfi_ep *ep, struct rvfi_inconn *c)
+{
+	const size_t hs = sizeof(struct rvfi_hdr);
+	size_t want = hs;
+	bool discard;
+
+	for (;;) {
+		ssize_t n;
+
+		if (c->pre_len >= hs) {
+			/* Checks op and size; frame_check() logs a refusal. */
+			memcpy(&c->hdr, c->pre, hs);
+			hdr_swap(&c->hdr, &c->hdr, false);
+			if (frame_check(ep, c, &c->hdr, &discard))
+				return -1;
+			want = sizeof(c->pre);
+			if (c->pre_len == want)
+				break;
+		}
+		n = recv(c->fd, c->pre + c->pre_len, want - c->pre_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		c->pre_len += n;
+	}
+	if (dispatch(ep, c, &c->hdr, c->pre + hs))
+		return -1;
+	c->rbuf = malloc(sizeof(*c->rbuf));
+	if (!c->rbuf)
+		return -1;
+	c->rbuf->len = 0;
+	c->rbuf->off = 0;
+	return 1;
+}
+
 static void inconn_read(struct rvfi_ep *ep, struct rvfi_inconn *c)
 {
-	struct rvfi_rbuf *b = c->rbuf;
+	struct rvfi_rbuf *b;
+	int ret;
 
+	if (!c->peer) {
+		ret = read_hello(ep, c);
+		if (ret < 0)
+			goto close;
+		if (!ret)
+			return;
+	}
+	b = c->rbuf;
 	for (;;) {
 		ssize_t n;
 
