@@ -55,7 +55,8 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 		av->cap = cap;
 	}
 	for (i = 0; i < count; i++) {
-		if (a[i].version != RVFI_ADDR_VERSION) {
+		/* Another layout (an older provider's) is not misread. */
+		if (!rvfi_addr_valid(&a[i])) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;
 			continue;
@@ -141,9 +142,13 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf,
 
 	(void)av;
 	inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
-	n = snprintf(s, sizeof(s), "rv://%s:%u/slot%u/pid%u/%016llx", ip,
-		     ntohs(a->port), ntohl(a->slot), ntohl(a->pid),
-		     (unsigned long long)a->nonce);
+	if (!rvfi_addr_valid(a))
+		n = snprintf(s, sizeof(s), "rv://invalid/v%u/len%u",
+			     a->version, a->len);
+	else
+		n = snprintf(s, sizeof(s), "rv://%s:%u/slot%u/pid%u/%016llx",
+			     ip, ntohs(a->port), ntohl(a->slot), ntohl(a->pid),
+			     (unsigned long long)a->nonce);
 	if (buf && *len)
 		snprintf(buf, *len, "%s", s);
 	*len = n + 1;

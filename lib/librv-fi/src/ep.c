@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rvfi.h"
@@ -394,12 +393,14 @@ static int ep_close(struct fid *fid)
 	struct rvfi_domain *dom = ep->dom;
 
 	pthread_mutex_lock(&dom->lock);
-	RVFI_INFO("ep slot %d: eager tx %llu rx %llu, rendezvous tx %llu (%llu over TCP) rx %llu\n",
+	RVFI_INFO("ep slot %d: eager tx %llu rx %llu, rendezvous tx %llu (%llu over TCP) rx %llu, refused %llu HELLOs %llu frames\n",
 		  ep->slot, (unsigned long long)ep->n_eager_tx,
 		  (unsigned long long)ep->n_eager_rx,
 		  (unsigned long long)ep->n_rndv_tx,
 		  (unsigned long long)ep->n_rdata_tx,
-		  (unsigned long long)ep->n_rndv_rx);
+		  (unsigned long long)ep->n_rndv_rx,
+		  (unsigned long long)ep->n_hello_refused,
+		  (unsigned long long)ep->n_frames_refused);
 	ep_teardown(ep);
 	if (ep->av)
 		ep->av->refs--;
@@ -473,15 +474,23 @@ static int ep_attach(struct rvfi_ep *ep)
 	return 0;
 }
 
-static uint64_t nonce(void)
+/*
+ * The nonce admits senders (tcp.c): from the kernel's CSPRNG, never
+ * something guessable like the pid and the time.  Blocks only until the
+ * CSPRNG is seeded, which is early in boot.
+ */
+static int nonce(uint64_t *n)
 {
-	uint64_t n;
-	struct timespec ts;
+	ssize_t r;
 
-	if (getrandom(&n, sizeof(n), GRND_NONBLOCK) == sizeof(n))
-		return n;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)getpid() << 32) ^ ts.tv_nsec ^ ts.tv_sec;
+	do {
+		r = getrandom(n, sizeof(*n), 0);
+	} while (r < 0 && errno == EINTR);
+	if (r != sizeof(*n)) {
+		RVFI_WARN("getrandom: %s\n", r < 0 ? strerror(errno) : "short");
+		return -FI_EIO;
+	}
+	return 0;
 }
 
 int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
@@ -513,6 +522,15 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	rvfi_list_init(&ep->writing);
 	ep->by_fiaddr_gen = UINT64_MAX;
 
+	ep->self.version = RVFI_ADDR_VERSION;
+	ep->self.len = sizeof(ep->self);
+	ep->self.ip = dom->ip;
+	ep->self.pid = htonl(getpid());
+	ret = nonce(&ep->self.nonce);
+	if (ret) {
+		free(ep);
+		return ret;
+	}
 	pthread_mutex_lock(&dom->lock);
 	ret = ep_attach(ep);
 	if (!ret)
@@ -523,11 +541,7 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 		free(ep);
 		return ret;
 	}
-	ep->self.version = RVFI_ADDR_VERSION;
-	ep->self.ip = dom->ip;
 	ep->self.slot = htonl(ep->slot);
-	ep->self.pid = htonl(getpid());
-	ep->self.nonce = nonce();
 	rvfi_list_add_tail(&dom->eps, &ep->link);
 	dom->refs++;
 	pthread_mutex_unlock(&dom->lock);

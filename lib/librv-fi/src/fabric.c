@@ -77,6 +77,13 @@ void rvfi_env_init(void)
 	v = getenv("FI_RV_RNDV_THRESHOLD");
 	if (v && *v)
 		rvfi_env.rndv_threshold = strtoull(v, NULL, 0);
+	/* Receivers refuse larger EAGER frames. */
+	if (rvfi_env.rndv_threshold > RVFI_MAX_EAGER) {
+		RVFI_WARN("FI_RV_RNDV_THRESHOLD %zu above %zu: using %zu\n",
+			  rvfi_env.rndv_threshold, RVFI_MAX_EAGER,
+			  RVFI_MAX_EAGER);
+		rvfi_env.rndv_threshold = RVFI_MAX_EAGER;
+	}
 	v = getenv("FI_RV_NUM_CONN");
 	if (v && *v)
 		rvfi_env.num_conn = strtoul(v, NULL, 0);
@@ -89,7 +96,7 @@ void rvfi_env_init(void)
 FI_EXT_INI
 {
 	fi_param_define(&rvfi_prov, "rndv_threshold", FI_PARAM_SIZE_T,
-			"Messages above this many bytes go over rv's RDMA writes (default %d)",
+			"Messages above this many bytes take the rendezvous, over rv's RDMA writes to another node (default %d, at most 1 MiB)",
 			RVFI_DEF_THRESHOLD);
 	fi_param_define(&rvfi_prov, "device", FI_PARAM_STRING,
 			"RDMA device (default: the first one)");

@@ -4,9 +4,10 @@
  * against posted receives (in posting order, as MPI needs), the
  * unexpected-message queues, cancel, and FI_PEEK / FI_CLAIM.
  *
- * A send of at most FI_RV_RNDV_THRESHOLD bytes, or to an endpoint on the
- * same node, is one EAGER frame on the TCP connection; a larger one is an
- * RTS, and the data follows over rv once the receiver matched it (rndv.c).
+ * A send of at most FI_RV_RNDV_THRESHOLD bytes (or an inject) is one
+ * EAGER frame on the TCP connection; a larger one is an RTS, and the data
+ * follows once the receiver matched it (rndv.c): over rv to another node,
+ * over TCP to an endpoint of the same node.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ static ssize_t do_send(struct rvfi_ep *ep, const void *buf, size_t len,
 	h.tag = tag;
 	h.data = (flags & FI_REMOTE_CQ_DATA) ? data : 0;
 	h.len = len;
-	if (!inject && !p->local && len > rvfi_env.rndv_threshold) {
+	if (!inject && len > rvfi_env.rndv_threshold) {
 		ep->n_rndv_tx++;
 		ret = rvfi_rndv_send(ep, op);
 	} else {

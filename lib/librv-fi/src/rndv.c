@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The rendezvous path, for messages above FI_RV_RNDV_THRESHOLD to another
- * node:
+ * The rendezvous path, for messages above FI_RV_RNDV_THRESHOLD:
  *
  *   sender                                receiver
  *   rv_reg_mem(buf); RTS{id, tag, len} -->
@@ -26,7 +25,10 @@
  * registration failed, the write completed in error), the data goes over
  * the TCP connection instead as an RDATA frame for the same token: slower,
  * but the message is delivered.  Both MRs are dropped after completion;
- * rv's cache keeps them registered for the next message.
+ * rv's cache keeps them registered for the next message.  Between two
+ * endpoints of the same node (rv connects nodes) the data always goes as
+ * RDATA: the handshake still bounds it by the receive's buffer, which an
+ * eager frame of that size could not be (see RVFI_MAX_EAGER).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -123,16 +125,19 @@ int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 	struct rvfi_hdr h;
 	int ret;
 
-	if (!p->node)
-		p->node = rvfi_node_get(ep, p->addr.ip);
-	node_usable(ep, p->node, true);
 	op->msg_id = ++ep->next_msg_id;
-	/* Registering now overlaps the RTS/CTS round trip. */
-	ret = rv_reg_mem(ep->rv, op->buf, op->len, 0, NULL);
-	op->mr = ret > 0 ? ret : 0;
-	if (ret < 0)
-		RVFI_DBG("rv_reg_mem(%zu): %s, data will go over TCP\n",
-			 op->len, strerror(-ret));
+	/* Same node: rv connects nodes, the data goes as RDATA (no MR). */
+	if (!p->local) {
+		if (!p->node)
+			p->node = rvfi_node_get(ep, p->addr.ip);
+		node_usable(ep, p->node, true);
+		/* Registering now overlaps the RTS/CTS round trip. */
+		ret = rv_reg_mem(ep->rv, op->buf, op->len, 0, NULL);
+		op->mr = ret > 0 ? ret : 0;
+		if (ret < 0)
+			RVFI_DBG("rv_reg_mem(%zu): %s, data will go over TCP\n",
+				 op->len, strerror(-ret));
+	}
 	memset(&h, 0, sizeof(h));
 	h.op = RVFI_OP_RTS;
 	h.flags = (op->cq_flags & FI_TAGGED) ? RVFI_F_TAGGED : 0;
@@ -438,7 +443,8 @@ static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
 		return;
 	}
 	h.token = op->token;
-	if (!from->node)
+	/* A peer on this node gets RVFI_F_TCP: node_usable(NULL) fails. */
+	if (!from->node && !from->local)
 		from->node = rvfi_node_get(ep, from->addr.ip);
 	ret = node_usable(ep, from->node, true) ?
 	      reg_recv_buf(ep, op, &h, &keys) : -ENOTCONN;
@@ -465,12 +471,26 @@ void rvfi_rndv_matched(struct rvfi_ep *ep, struct rvfi_op *op)
 	send_cts(ep, op);
 }
 
-void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
-		     const void *payload)
+/*
+ * How many bytes an RDATA of @from for @token may carry: what the receive
+ * holding the token asked for in its CTS, or -1 if @from holds no such
+ * token (finished already, or never @from's): its data is then dropped.
+ */
+int64_t rvfi_rndv_rdata_room(struct rvfi_ep *ep, struct rvfi_peer *from,
+			     uint32_t token)
+{
+	struct rvfi_op *op = token_find(ep, token);
+
+	return op && op->from == from ? (int64_t)op->xfer : -1;
+}
+
+void rvfi_rndv_rdata(struct rvfi_ep *ep, struct rvfi_peer *from,
+		     const struct rvfi_hdr *h, const void *payload)
 {
 	struct rvfi_op *op = token_find(ep, h->token);
 
-	if (!op) {
+	/* Only the peer the CTS went to may fill the receive. */
+	if (!op || op->from != from) {
 		/* The write landed first and completed the receive. */
 		RVFI_DBG("RDATA for a finished token %u\n", h->token);
 		return;

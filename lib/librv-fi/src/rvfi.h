@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
@@ -44,7 +45,13 @@
 #define RVFI_MAX_MSG_SIZE	((size_t)RV_MAX_WRITE_BYTES)
 #define RVFI_CQ_DATA_SIZE	8
 #define RVFI_DEF_THRESHOLD	16384
-#define RVFI_ADDR_VERSION	1
+/*
+ * The largest EAGER frame a receiver accepts, whatever the sender's
+ * threshold: larger messages, to any peer, take the rendezvous, whose data
+ * is bounded by the receive it matched.  The threshold is clamped to it.
+ */
+#define RVFI_MAX_EAGER		((size_t)1 << 20)
+#define RVFI_ADDR_VERSION	2
 
 extern struct fi_provider rvfi_prov;
 
@@ -95,19 +102,28 @@ static inline void rvfi_list_del(struct rvfi_list *n)
  * What a peer needs to reach an endpoint: the node's IPv4 address (rv's
  * connection and the TCP socket), the endpoint's TCP port and rv slot, and
  * a per-endpoint identity (pid and a random nonce) so that a restarted
- * process on the same port is a different endpoint.  Multi-byte fields are
- * big-endian: the address is opaque bytes to the application and may be
- * exchanged between hosts.
+ * process on the same port is a different endpoint.  The nonce is also
+ * the endpoint's admission ticket: a connection's HELLO must carry it (see
+ * tcp.c), so only those the application gave the address to can send to
+ * the endpoint.  Multi-byte fields are big-endian: the address is opaque
+ * bytes to the application and may be exchanged between hosts.  @version
+ * and @len (the struct's size) are checked wherever an address comes in
+ * (fi_av_insert, HELLO): another layout is refused, not misread.
  */
 struct rvfi_addr {
-	uint8_t version;
-	uint8_t rsvd;
+	uint8_t version;	/* RVFI_ADDR_VERSION */
+	uint8_t len;		/* sizeof(struct rvfi_addr) */
 	uint16_t port;
 	uint32_t ip;
 	uint32_t slot;
 	uint32_t pid;
-	uint64_t nonce;
+	uint64_t nonce;		/* getrandom(2) */
 };
+
+static inline bool rvfi_addr_valid(const struct rvfi_addr *a)
+{
+	return a->version == RVFI_ADDR_VERSION && a->len == sizeof(*a);
+}
 
 static inline bool rvfi_addr_eq(const struct rvfi_addr *a,
 				const struct rvfi_addr *b)
@@ -202,7 +218,7 @@ void rvfi_cq_push_err(struct rvfi_cq *cq, void *ctx, uint64_t flags,
 /* ---- wire ---------------------------------------------------------------- */
 
 enum rvfi_wire_op {
-	RVFI_OP_HELLO = 1,	/* payload: the sender's struct rvfi_addr */
+	RVFI_OP_HELLO = 1,	/* payload: struct rvfi_hello */
 	RVFI_OP_EAGER,		/* a whole message, payload = data */
 	RVFI_OP_RTS,		/* a large message is waiting: tag, len, id */
 	RVFI_OP_CTS,		/* receiver ready: where to write, token */
@@ -231,6 +247,16 @@ struct rvfi_hdr {
 	uint64_t raddr;		/* CTS */
 	uint32_t rkey;		/* CTS: the key of raddr's chunk */
 	uint32_t nkeys;		/* CTS: keys; above 1 they follow as payload */
+};
+
+/*
+ * A connection's first frame: who sends (@from, whose ip must be the
+ * connection's source address) and the nonce of the endpoint it is meant
+ * for, which proves the sender was given that endpoint's address.
+ */
+struct rvfi_hello {
+	struct rvfi_addr from;
+	uint64_t to_nonce;	/* as in the target's address */
 };
 
 /* ---- operations ---------------------------------------------------------- */
@@ -357,8 +383,13 @@ struct rvfi_inconn {
 	struct rvfi_list link;
 	struct rvfi_pollent pe;
 	int fd;
+	struct sockaddr_in sin;		/* the connection's source */
 	struct rvfi_peer *peer;		/* after HELLO */
+	uint64_t skip;			/* payload bytes to discard */
 	struct rvfi_hdr hdr;		/* the frame being gathered in @big */
+	/* before HELLO: the HELLO frame so far; no @rbuf yet */
+	char pre[sizeof(struct rvfi_hdr) + sizeof(struct rvfi_hello)];
+	size_t pre_len;
 	struct rvfi_rbuf *rbuf;		/* what recv() returned, unparsed */
 	struct rvfi_big *big;		/* a payload larger than @rbuf */
 };
@@ -406,6 +437,8 @@ struct rvfi_ep {
 
 	/* provider counters, for tests and FI_LOG */
 	uint64_t n_eager_tx, n_rndv_tx, n_rdata_tx, n_eager_rx, n_rndv_rx;
+	/* connections closed for a bad HELLO or a frame out of bounds */
+	uint64_t n_hello_refused, n_frames_refused;
 };
 
 /* ep.c */
@@ -439,8 +472,10 @@ int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op);
 void rvfi_rndv_matched(struct rvfi_ep *ep, struct rvfi_op *op);
 void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 		   const struct rvfi_hdr *h, const void *payload);
-void rvfi_rndv_rdata(struct rvfi_ep *ep, const struct rvfi_hdr *h,
-		     const void *payload);
+void rvfi_rndv_rdata(struct rvfi_ep *ep, struct rvfi_peer *from,
+		     const struct rvfi_hdr *h, const void *payload);
+int64_t rvfi_rndv_rdata_room(struct rvfi_ep *ep, struct rvfi_peer *from,
+			     uint32_t token);
 void rvfi_rndv_progress(struct rvfi_ep *ep);
 struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip);
 void rvfi_rndv_cleanup(struct rvfi_ep *ep);

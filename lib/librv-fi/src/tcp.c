@@ -17,6 +17,16 @@
  *
  * Every socket is non-blocking and in the domain's epoll set
  * (edge-triggered): progress reads and writes until EAGAIN.
+ *
+ * What an endpoint accepts from the network: sockets are bound to the
+ * node's RDMA address (the GID's IPv4), not to every address.  A
+ * connection's first frame must be a HELLO that carries the nonce of this
+ * endpoint's address and names a sender whose IPv4 is the connection's
+ * source; anything else closes the connection without a reply (counted,
+ * FI_WARN).  Every frame's payload is bounded before anything is
+ * allocated for it: by its type's fixed size, RVFI_MAX_EAGER, the keys a
+ * CTS may carry, or, for RDATA, the bytes the receive asked for in its
+ * CTS.  A frame out of bounds closes that connection only.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -33,6 +43,10 @@
 
 #define RVFI_RBUF	65536
 #define RVFI_MAX_BATCH	32
+
+_Static_assert(RVFI_INJECT_SIZE <= RVFI_MAX_EAGER, "an inject is one EAGER");
+_Static_assert(sizeof(struct rvfi_addr) == 24, "the address on the wire");
+_Static_assert(sizeof(struct rvfi_hello) == 32, "HELLO on the wire");
 
 struct rvfi_rbuf {
 	size_t len, off;
@@ -90,7 +104,8 @@ int rvfi_tcp_listen(struct rvfi_ep *ep)
 			       SOCK_CLOEXEC, 0);
 	if (ep->listen_fd < 0)
 		return -errno;
-	/* Any local address: peers use the one in our name (the GID's). */
+	/* Only the address in our name (the GID's): the RDMA network. */
+	sin.sin_addr.s_addr = ep->dom->ip;
 	if (bind(ep->listen_fd, (struct sockaddr *)&sin, sizeof(sin)) ||
 	    listen(ep->listen_fd, 512) ||
 	    getsockname(ep->listen_fd, (struct sockaddr *)&sin, &len))
@@ -116,9 +131,11 @@ static void tune(int fd)
 static void do_accept(struct rvfi_ep *ep)
 {
 	for (;;) {
+		struct sockaddr_in sin = { 0 };
+		socklen_t slen = sizeof(sin);
 		struct epoll_event ev;
 		struct rvfi_inconn *c;
-		int fd = accept4(ep->listen_fd, NULL, NULL,
+		int fd = accept4(ep->listen_fd, (struct sockaddr *)&sin, &slen,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -130,23 +147,19 @@ static void do_accept(struct rvfi_ep *ep)
 			return;
 		}
 		tune(fd);
+		/* The receive buffer comes with the HELLO (read_hello()). */
 		c = calloc(1, sizeof(*c));
-		if (c)
-			c->rbuf = malloc(sizeof(*c->rbuf));
-		if (!c || !c->rbuf) {
-			free(c);
+		if (!c) {
 			close(fd);
 			continue;
 		}
-		c->rbuf->len = 0;
-		c->rbuf->off = 0;
 		c->fd = fd;
+		c->sin = sin;
 		c->pe.kind = RVFI_PK_IN;
 		c->pe.ep = ep;
 		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
 		ev.data.ptr = &c->pe;
 		if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-			free(c->rbuf);
 			free(c);
 			close(fd);
 			continue;
@@ -175,26 +188,126 @@ void rvfi_inconn_close(struct rvfi_ep *ep, struct rvfi_inconn *c)
 	free(c);
 }
 
+/*
+ * Refuses what @c sent: the connection will be closed, without a reply.
+ * Logged with a running count, rate-limited to powers of two so that a
+ * flood cannot flood the log.
+ */
+static void refuse(struct rvfi_ep *ep, struct rvfi_inconn *c, bool is_hello,
+		   const char *why, const struct rvfi_hdr *h)
+{
+	uint64_t n = is_hello ? ++ep->n_hello_refused : ++ep->n_frames_refused;
+	char ip[INET_ADDRSTRLEN];
+
+	if (n & (n - 1))
+		return;
+	inet_ntop(AF_INET, &c->sin.sin_addr, ip, sizeof(ip));
+	RVFI_WARN("%s from %s:%u refused (%s; op %u, length %llu), connection closed; %llu so far\n",
+		  is_hello ? "HELLO" : "frame", ip, ntohs(c->sin.sin_port), why,
+		  h->op, (unsigned long long)h->len, (unsigned long long)n);
+}
+
+/*
+ * Checks a frame's header before anything is read or allocated for its
+ * payload.  Returns 0 if the frame may be read (*@discard: read and
+ * dropped, an RDATA whose receive is gone), -1 if the connection is to be
+ * closed.
+ */
+static int frame_check(struct rvfi_ep *ep, struct rvfi_inconn *c,
+		       const struct rvfi_hdr *h, bool *discard)
+{
+	int64_t room;
+
+	*discard = false;
+	if (!c->peer) {
+		if (h->op != RVFI_OP_HELLO) {
+			refuse(ep, c, true, "no HELLO first", h);
+			return -1;
+		}
+		/* A HELLO without a target nonce (older layout) too. */
+		if (h->len != sizeof(struct rvfi_hello)) {
+			refuse(ep, c, true, "size: no target nonce", h);
+			return -1;
+		}
+		return 0;
+	}
+	switch (h->op) {
+	case RVFI_OP_HELLO:
+		refuse(ep, c, false, "second HELLO", h);
+		return -1;
+	case RVFI_OP_EAGER:
+		if (h->len <= RVFI_MAX_EAGER)
+			return 0;
+		refuse(ep, c, false, "EAGER above RVFI_MAX_EAGER", h);
+		return -1;
+	case RVFI_OP_RTS:
+		/* No payload; a receive takes at most what it posted. */
+		if (h->len <= RVFI_MAX_MSG_SIZE)
+			return 0;
+		refuse(ep, c, false, "RTS above max_msg_size", h);
+		return -1;
+	case RVFI_OP_CTS:
+		if (h->nkeys <= RV_MAX_REG_KEYS && h->len <= RVFI_MAX_MSG_SIZE)
+			return 0;
+		refuse(ep, c, false, "CTS out of bounds", h);
+		return -1;
+	case RVFI_OP_RDATA:
+		room = rvfi_rndv_rdata_room(ep, c->peer, h->token);
+		if (room < 0 && h->len <= RVFI_MAX_MSG_SIZE) {
+			/* The write landed first and completed the receive. */
+			RVFI_DBG("RDATA for a finished token %u dropped\n",
+				 h->token);
+			*discard = true;
+			return 0;
+		}
+		if (room >= 0 && h->len <= (uint64_t)room)
+			return 0;
+		refuse(ep, c, false, room < 0 ? "RDATA above max_msg_size" :
+		       "RDATA above its receive", h);
+		return -1;
+	default:
+		refuse(ep, c, false, "unknown op", h);
+		return -1;
+	}
+}
+
+/* The HELLO's payload (its size is checked): who is on the other end. */
+static int hello_check(struct rvfi_ep *ep, struct rvfi_inconn *c,
+		       const struct rvfi_hdr *h, const void *payload)
+{
+	struct rvfi_hello m;
+
+	memcpy(&m, payload, sizeof(m));
+	if (!rvfi_addr_valid(&m.from)) {
+		refuse(ep, c, true, "address version", h);
+		return -1;
+	}
+	/* Only someone given our address knows the nonce. */
+	if (m.to_nonce != ep->self.nonce) {
+		refuse(ep, c, true, "wrong nonce", h);
+		return -1;
+	}
+	/* Peers connect from their published address (peer_connect()). */
+	if (m.from.ip != c->sin.sin_addr.s_addr) {
+		refuse(ep, c, true, "sender address is not the source", h);
+		return -1;
+	}
+	c->peer = rvfi_peer_get(ep, &m.from);
+	if (!c->peer)
+		return -1;
+	/* The rv connection to its node, so a rendezvous is ready. */
+	if (!c->peer->local && !c->peer->node)
+		c->peer->node = rvfi_node_get(ep, m.from.ip);
+	return 0;
+}
+
 static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		    const struct rvfi_hdr *h, void *payload)
 {
-	if (h->op == RVFI_OP_HELLO) {
-		struct rvfi_addr a;
-
-		if (h->len != sizeof(a) || c->peer)
-			return -1;
-		memcpy(&a, payload, sizeof(a));
-		c->peer = rvfi_peer_get(ep, &a);
-		if (!c->peer)
-			return -1;
-		/* The rv connection to its node, so a rendezvous is ready. */
-		if (!c->peer->local && !c->peer->node)
-			c->peer->node = rvfi_node_get(ep, a.ip);
-		return 0;
-	}
-	if (!c->peer)
-		return -1;
+	/* frame_check() let only a HELLO come first, and only once. */
 	switch (h->op) {
+	case RVFI_OP_HELLO:
+		return hello_check(ep, c, h, payload);
 	case RVFI_OP_EAGER:
 	case RVFI_OP_RTS:
 		rvfi_deliver(ep, c->peer, h, payload);
@@ -203,7 +316,7 @@ static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		rvfi_rndv_cts(ep, c->peer, h, payload);
 		return 0;
 	case RVFI_OP_RDATA:
-		rvfi_rndv_rdata(ep, h, payload);
+		rvfi_rndv_rdata(ep, c->peer, h, payload);
 		return 0;
 	default:
 		return -1;
@@ -221,7 +334,17 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 	for (;;) {
 		size_t avail = b->len - b->off;
 		uint64_t plen;
+		bool discard;
 
+		if (c->skip) {
+			size_t n = c->skip < avail ? c->skip : avail;
+
+			b->off += n;
+			c->skip -= n;
+			if (c->skip)
+				return 0;
+			continue;
+		}
 		if (c->big) {
 			size_t n = c->big->len - c->big->got;
 
@@ -242,25 +365,24 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 		if (avail < sizeof(struct rvfi_hdr))
 			return 0;
 		hdr_swap(&c->hdr, (struct rvfi_hdr *)(b->data + b->off), false);
+		if (frame_check(ep, c, &c->hdr, &discard))
+			return -1;
+		b->off += sizeof(struct rvfi_hdr);
+		avail -= sizeof(struct rvfi_hdr);
 		plen = payload_len(&c->hdr);
-		if (!plen) {
-			b->off += sizeof(struct rvfi_hdr);
-			if (dispatch(ep, c, &c->hdr, NULL))
-				return -1;
+		if (discard) {
+			c->skip = plen;
 			continue;
 		}
-		if (plen > RVFI_MAX_MSG_SIZE ||
-		    (c->hdr.op == RVFI_OP_CTS && c->hdr.nkeys > RV_MAX_REG_KEYS))
-			return -1;
-		if (avail - sizeof(struct rvfi_hdr) >= plen) {
+		if (avail >= plen) {
 			/* Whole frame buffered: deliver in place. */
-			b->off += sizeof(struct rvfi_hdr);
-			if (dispatch(ep, c, &c->hdr, b->data + b->off))
+			if (dispatch(ep, c, &c->hdr,
+				     plen ? b->data + b->off : NULL))
 				return -1;
 			b->off += plen;
 			continue;
 		}
-		b->off += sizeof(struct rvfi_hdr);
+		/* Bounded by frame_check(). */
 		c->big = calloc(1, sizeof(*c->big));
 		if (!c->big)
 			return -1;
@@ -271,10 +393,64 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 	}
 }
 
+/*
+ * Before its HELLO a connection is read into @c->pre, exactly up to the
+ * end of the HELLO: an unauthenticated connection costs its socket and
+ * this struct, not a receive buffer.  Returns 1 once the HELLO admitted
+ * the sender (the receive buffer is allocated), 0 if more is to come, -1
+ * if the connection is to be closed.
+ */
+static int read_hello(struct rvfi_ep *ep, struct rvfi_inconn *c)
+{
+	const size_t hs = sizeof(struct rvfi_hdr);
+	size_t want = hs;
+	bool discard;
+
+	for (;;) {
+		ssize_t n;
+
+		if (c->pre_len >= hs) {
+			/* Checks op and size; frame_check() logs a refusal. */
+			memcpy(&c->hdr, c->pre, hs);
+			hdr_swap(&c->hdr, &c->hdr, false);
+			if (frame_check(ep, c, &c->hdr, &discard))
+				return -1;
+			want = sizeof(c->pre);
+			if (c->pre_len == want)
+				break;
+		}
+		n = recv(c->fd, c->pre + c->pre_len, want - c->pre_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		c->pre_len += n;
+	}
+	if (dispatch(ep, c, &c->hdr, c->pre + hs))
+		return -1;
+	c->rbuf = malloc(sizeof(*c->rbuf));
+	if (!c->rbuf)
+		return -1;
+	c->rbuf->len = 0;
+	c->rbuf->off = 0;
+	return 1;
+}
+
 static void inconn_read(struct rvfi_ep *ep, struct rvfi_inconn *c)
 {
-	struct rvfi_rbuf *b = c->rbuf;
+	struct rvfi_rbuf *b;
+	int ret;
 
+	if (!c->peer) {
+		ret = read_hello(ep, c);
+		if (ret < 0)
+			goto close;
+		if (!ret)
+			return;
+	}
+	b = c->rbuf;
 	for (;;) {
 		ssize_t n;
 
@@ -417,16 +593,27 @@ static int peer_connect(struct rvfi_ep *ep, struct rvfi_peer *p)
 		.sin_family = AF_INET, .sin_addr.s_addr = p->addr.ip,
 		.sin_port = p->addr.port,
 	};
+	struct sockaddr_in src = {
+		.sin_family = AF_INET, .sin_addr.s_addr = ep->self.ip,
+	};
+	struct rvfi_hello m = { .from = ep->self, .to_nonce = p->addr.nonce };
 	struct epoll_event ev;
 	struct rvfi_txf *hello;
-	int fd;
+	int fd, one = 1;
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	tune(fd);
-	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) &&
-	    errno != EINPROGRESS) {
+	/*
+	 * From our published address: the peer checks the source against
+	 * our HELLO.  The port is chosen at connect() time, as without a
+	 * bind (IP_BIND_ADDRESS_NO_PORT).
+	 */
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) ||
+	    (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) &&
+	     errno != EINPROGRESS)) {
 		int err = errno;
 
 		close(fd);
@@ -441,15 +628,15 @@ static int peer_connect(struct rvfi_ep *ep, struct rvfi_peer *p)
 		close(fd);
 		return -err;
 	}
-	/* HELLO goes first: it names us to the peer. */
-	hello = calloc(1, sizeof(*hello) + sizeof(ep->self));
+	/* HELLO goes first: it names us and proves we know the peer. */
+	hello = calloc(1, sizeof(*hello) + sizeof(m));
 	if (!hello) {
 		close(fd);
 		return -FI_ENOMEM;
 	}
 	hello->hdr.op = RVFI_OP_HELLO;
-	hello->hdr.len = sizeof(ep->self);
-	memcpy(hello->copy, &ep->self, sizeof(ep->self));
+	hello->hdr.len = sizeof(m);
+	memcpy(hello->copy, &m, sizeof(m));
 	hello->payload = hello->copy;
 	/* Before anything already queued. */
 	hello->link.next = p->txq.next;

@@ -19,6 +19,8 @@
 #include <pthread.h>
 
 #include "rv_fi_util.h"
+/* The wire layout (address, frame header, HELLO) for the hostile peer. */
+#include "../src/rvfi.h"
 
 /* ---- the cases ----------------------------------------------------------- */
 
@@ -602,6 +604,353 @@ static void t_misc(void)
 	sync_peer();
 }
 
+/* ---- a hostile peer ------------------------------------------------------ */
+
+#define HOSTILE_MS	10000	/* a refusal closes the connection before */
+#define KEPT_MS		1500	/* an accepted connection stays this long */
+
+static struct rvfi_addr name_addr(const char *name)
+{
+	struct rvfi_addr a;
+
+	memcpy(&a, name, sizeof(a));
+	return a;
+}
+
+/* A raw TCP connection to A's endpoint, from our RDMA address. */
+static int raw_connect(void)
+{
+	struct rvfi_addr to = name_addr(peer_name), me = name_addr(self_name);
+	struct sockaddr_in src = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = me.ip };
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = to.ip,
+				   .sin_port = to.port };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		die("socket", errno);
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) ||
+	    connect(fd, (struct sockaddr *)&dst, sizeof(dst)))
+		die("raw connect", errno);
+	return fd;
+}
+
+static void raw_bytes(int fd, const void *p, size_t n)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		ssize_t r = send(fd, (const char *)p + off, n - off,
+				 MSG_NOSIGNAL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return;	/* closed already: raw_closed() sees it */
+		off += r;
+	}
+}
+
+/* One frame: @h (host order) and @plen bytes of @payload, if any. */
+static void raw_frame(int fd, const struct rvfi_hdr *h, const void *payload,
+		      size_t plen)
+{
+	struct rvfi_hdr w = *h;
+	char buf[sizeof(w) + 256];
+
+	if (plen > 256)
+		die("raw frame", EINVAL);
+	w.token = htole32(h->token);
+	w.len = htole64(h->len);
+	w.nkeys = htole32(h->nkeys);
+	memcpy(buf, &w, sizeof(w));
+	if (plen)
+		memcpy(buf + sizeof(w), payload, plen);
+	raw_bytes(fd, buf, sizeof(w) + plen);
+}
+
+static void raw_hello(int fd, const struct rvfi_hello *m, size_t len)
+{
+	struct rvfi_hdr h = { .op = RVFI_OP_HELLO, .len = len };
+
+	raw_frame(fd, &h, m, len);
+}
+
+/*
+ * Waits up to @ms for the other end to close @fd: 1 closed without a
+ * byte written to us, 0 still open, -1 it wrote something (a reply).
+ */
+static int raw_closed(int fd, int ms)
+{
+	uint64_t deadline = now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLRDHUP };
+		int64_t left = deadline - now_ms();
+		ssize_t r;
+		char c;
+
+		if (left <= 0)
+			return 0;
+		if (poll(&pfd, 1, left) <= 0)
+			continue;
+		r = recv(fd, &c, 1, MSG_DONTWAIT);
+		if (r > 0)
+			return -1;
+		if (r == 0 || (errno != EAGAIN && errno != EINTR))
+			return 1;
+	}
+}
+
+static void expect(int fd, int ms, int want, const char *name)
+{
+	int got = raw_closed(fd, ms);
+
+	result(got == want, name, "%s", got == 1 ? "closed" :
+	       got ? "the endpoint replied" : "still open");
+}
+
+/*
+ * A HELLO from a made-up endpoint of our node (not our real one, so that
+ * nothing it sends can be taken for our endpoint's), for A's endpoint.
+ */
+static struct rvfi_hello forged_hello(void)
+{
+	struct rvfi_hello m;
+
+	m.from = name_addr(self_name);
+	m.from.port = htons(1);
+	m.from.nonce ^= 0x5a5a5a5a5a5a5a5aull;
+	m.to_nonce = name_addr(peer_name).nonce;
+	return m;
+}
+
+/*
+ * B, speaking raw TCP to A's live endpoint, sends what the provider must
+ * refuse: each connection is closed without a reply (and logged by A,
+ * which fabric.sh checks), no claimed length is allocated (a 512 MiB
+ * frame header alone must close the connection), and a valid HELLO is
+ * not refused.  A meanwhile only progresses; afterwards both endpoints
+ * still carry eager and rendezvous messages both ways.
+ */
+static void t_hostile(void)
+{
+	static const size_t sizes[] = { 1000, 1 << 20 };
+	struct rvfi_hello m;
+	struct rvfi_hdr h;
+	size_t i, dir;
+	int fd;
+
+	sync_peer();
+	if (!server) {
+		fd = raw_connect();
+		m = forged_hello();
+		m.to_nonce ^= 1;
+		raw_hello(fd, &m, sizeof(m));
+		expect(fd, HOSTILE_MS, 1, "refuse-hello-wrong-nonce");
+		close(fd);
+
+		/* An address-only HELLO (no target nonce, older layout). */
+		fd = raw_connect();
+		m = forged_hello();
+		m.from.version = 1;
+		m.from.len = 0;
+		raw_hello(fd, &m, sizeof(m.from));
+		expect(fd, HOSTILE_MS, 1, "refuse-hello-no-nonce");
+		close(fd);
+
+		/* The right nonce, but claiming to be on A's node. */
+		fd = raw_connect();
+		m = forged_hello();
+		m.from.ip = name_addr(peer_name).ip;
+		raw_hello(fd, &m, sizeof(m));
+		expect(fd, HOSTILE_MS, 1, "refuse-hello-wrong-source");
+		close(fd);
+
+		fd = raw_connect();
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_EAGER;
+		h.len = 16;
+		raw_frame(fd, &h, sbuf, 16);
+		expect(fd, HOSTILE_MS, 1, "refuse-no-hello");
+		close(fd);
+
+		fd = raw_connect();
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_HELLO;
+		h.len = 512u << 20;
+		raw_frame(fd, &h, NULL, 0);
+		expect(fd, HOSTILE_MS, 1, "refuse-hello-oversized");
+		close(fd);
+
+		/*
+		 * Admitted (its HELLO in two pieces: the header alone must
+		 * not be taken for a whole frame); a stale RDATA is
+		 * dropped; then too much.
+		 */
+		fd = raw_connect();
+		m = forged_hello();
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_HELLO;
+		h.len = sizeof(m);
+		raw_frame(fd, &h, NULL, 0);
+		usleep(200000);
+		raw_bytes(fd, &m, sizeof(m));
+		expect(fd, KEPT_MS, 0, "accept-hello-valid");
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_RDATA;
+		h.token = 0x1234;
+		h.len = 200;
+		raw_frame(fd, &h, sbuf, 200);
+		expect(fd, KEPT_MS, 0, "accept-rdata-stale");
+		h.op = RVFI_OP_EAGER;
+		h.len = 512u << 20;
+		raw_frame(fd, &h, NULL, 0);
+		expect(fd, HOSTILE_MS, 1, "refuse-eager-oversized");
+		close(fd);
+
+		fd = raw_connect();
+		raw_hello(fd, &m, sizeof(m));
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_RDATA;
+		h.token = 0x1234;
+		h.len = 2ull << 30;
+		raw_frame(fd, &h, NULL, 0);
+		expect(fd, HOSTILE_MS, 1, "refuse-rdata-oversized");
+		close(fd);
+	}
+	sync_peer();	/* A progressed all along, in sync_peer() */
+
+	for (dir = 0; dir < 2; dir++) {
+		bool sending = server == (dir == 1);
+		bool ok = true;
+
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			struct fi_cq_tagged_entry e;
+			struct fi_cq_err_entry err;
+			uint64_t seed = 4400 + i + dir * 10;
+			int ret;
+
+			if (sending) {
+				fill(sbuf, sizes[i], seed);
+				ok &= send_wait(sbuf, sizes[i], seed) == 0;
+				continue;
+			}
+			ret = trecv(rbuf, sizes[i], peer, seed, 0, &e);
+			if (!ret)
+				ret = wait_comp(rxcq, &e, NULL, &err);
+			if (ret != 1 || e.len != sizes[i] ||
+			    check(rbuf, sizes[i], seed) >= 0) {
+				ok = false;
+				diag("recv %zu after the hostile peer: ret %d",
+				     sizes[i], ret);
+			}
+		}
+		result(ok, dir ? "after-hostile-a-to-b" : "after-hostile-b-to-a",
+		       "a message failed");
+		sync_peer();
+	}
+}
+
+/* ---- two endpoints of one node ------------------------------------------- */
+
+/*
+ * A second endpoint of this process: a peer on the same node, which rv
+ * does not connect to.  Small messages are eager, large ones take the
+ * rendezvous with the data over TCP (bounded by the receive: a larger
+ * message is truncated, not buffered), and rv carries nothing.
+ */
+static void t_local(void)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_NONE };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	static const size_t sizes[] = { 1000, (3 << 20) + 3 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_ep *ep2 = NULL;
+	struct fid_av *av2 = NULL;
+	struct fid_cq *cq2 = NULL;
+	fi_addr_t to2, to1;
+	char name2[64];
+	size_t len = sizeof(name2), i;
+	uint64_t w0 = 0, r0 = 0, w1 = 0, r1 = 0;
+	bool ok = true, counted;
+	int ret;
+
+	sync_peer();
+	counted = rv_counters(&w0, &r0);
+	if ((ret = fi_av_open(domain, &ava, &av2, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &cq2, NULL)) ||
+	    (ret = fi_endpoint(domain, info, &ep2, NULL)) ||
+	    (ret = fi_ep_bind(ep2, &av2->fid, 0)) ||
+	    (ret = fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(ep2)) ||
+	    (ret = fi_getname(&ep2->fid, name2, &len))) {
+		result(false, "local-setup", "%s", fi_strerror(-ret));
+		goto out;
+	}
+	if (fi_av_insert(av, name2, 1, &to2, 0, NULL) != 1 ||
+	    fi_av_insert(av2, self_name, 1, &to1, 0, NULL) != 1) {
+		result(false, "local-setup", "fi_av_insert");
+		goto out;
+	}
+	/* ep2 -> ep, both sizes; then 3 MiB into a 1 MiB receive. */
+	for (i = 0; i < 3; i++) {
+		size_t n = i < 2 ? sizes[i] : sizes[1];
+		size_t room = i < 2 ? n : 1 << 20;
+
+		fill(sbuf, n, 5500 + i);
+		memset(rbuf, 0xee, room + 1);
+		ret = POST(fi_trecv(ep, rbuf, room, NULL, to2, 5500 + i, 0, &e));
+		if (!ret)
+			ret = POST(fi_tsend(ep2, sbuf, n, NULL, to1, 5500 + i,
+					    &err));
+		if (ret) {
+			ok = false;
+			diag("local post %zu: %s", n, fi_strerror(-ret));
+			break;
+		}
+		ret = wait_comp(cq2, &e, NULL, &err);
+		if (ret != 1) {
+			ok = false;
+			diag("local send %zu: ret %d", n, ret);
+		}
+		ret = wait_comp(rxcq, &e, NULL, &err);
+		if (i < 2 && (ret != 1 || e.len != n ||
+			      check(rbuf, n, 5500 + i) >= 0 ||
+			      (uint8_t)rbuf[n] != 0xee)) {
+			ok = false;
+			diag("local recv %zu: ret %d", n, ret);
+		}
+		if (i == 2 && (ret != 0 || err.err != FI_ETRUNC ||
+			       err.olen != n - room ||
+			       check(rbuf, room, 5500 + i) >= 0 ||
+			       (uint8_t)rbuf[room] != 0xee)) {
+			ok = false;
+			diag("local truncated recv: ret %d err %d olen %zu",
+			     ret, ret ? 0 : err.err, ret ? 0 : err.olen);
+		}
+	}
+	result(ok, "local-eager-rndv-trunc", "see above");
+	if (counted) {
+		rv_counters(&w1, &r1);
+		result(w1 == w0 && r1 == r0, "local-not-over-rv",
+		       "writes %llu -> %llu, recvs %llu -> %llu",
+		       (unsigned long long)w0, (unsigned long long)w1,
+		       (unsigned long long)r0, (unsigned long long)r1);
+	}
+out:
+	if (ep2)
+		fi_close(&ep2->fid);
+	if (av2)
+		fi_close(&av2->fid);
+	if (cq2)
+		fi_close(&cq2->fid);
+	sync_peer();
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT]\n");
@@ -639,6 +988,8 @@ int main(int argc, char **argv)
 	t_threads();
 	t_rv_counters();
 	t_misc();
+	t_hostile();
+	t_local();
 
 	sync_peer();
 	fi_close(&ep->fid);

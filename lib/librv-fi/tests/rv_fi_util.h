@@ -53,6 +53,8 @@ static struct fid_ep *ep;
 static fi_addr_t peer, fake;		/* fake: an address nobody uses */
 static char *sbuf, *rbuf;
 static size_t threshold = 16384;
+static char self_name[64], peer_name[64];	/* fi_getname()s */
+static size_t name_len;
 
 /* ---- TAP ----------------------------------------------------------------- */
 
@@ -236,6 +238,9 @@ static void setup(void)
 	if (plen != len)
 		die("peer name length", EPROTO);
 	ctl_read(pname, plen);
+	memcpy(self_name, name, len);
+	memcpy(peer_name, pname, plen);
+	name_len = len;
 	/* A made-up peer first: the real one gets fi_addr 1, not 0. */
 	memcpy(fname, pname, plen);
 	fname[plen - 1] ^= 0x5a;

@@ -10,7 +10,10 @@
 #                           directed receive, FI_SOURCE, CQ data,
 #                           unexpected messages, eager and rendezvous
 #                           sizes 0 B..16 MiB verified, truncation,
-#                           cancel, many messages in flight, rv counters)
+#                           cancel, many messages in flight, rv counters,
+#                           a hostile raw-TCP peer refused, two endpoints
+#                           of one node); node 0 then checks that its
+#                           provider logged the refusals (FI_WARN)
 #   fi_pingpong -p rv -e rdm  msg and tagged, the default sizes, then
 #                           1 MiB and 4 MiB (rendezvous) with data checks
 #
@@ -63,7 +66,7 @@ if [[ -x $FT ]]; then
 		args=(-c "$server_ip")
 	fi
 	rc=0
-	out=$(timeout 900 "$FT" "${args[@]}" 2>&1) || rc=$?
+	out=$(FI_LOG_LEVEL=warn timeout 900 "$FT" "${args[@]}" 2>&1) || rc=$?
 	n=0
 	while IFS= read -r line; do
 		case $line in
@@ -84,6 +87,17 @@ if [[ -x $FT ]]; then
 		tap_ok "fitest-exit"
 	else
 		tap_fail "fitest-exit" "exit status $rc, $n results"
+	fi
+	# Node 1 played the hostile peer against node 0's endpoint.
+	if [[ $RV_NODE -eq 0 ]]; then
+		grep -E '(HELLO|frame) from .* refused' <<<"$out" |
+			head -8 | sed 's/^/# /'
+		if grep -q 'HELLO from .* refused (wrong nonce;' <<<"$out" &&
+			grep -q 'frame from .* refused (EAGER above' <<<"$out"; then
+			tap_ok "fitest-refusals-logged"
+		else
+			tap_fail "fitest-refusals-logged" "no FI_WARN for the refused HELLO and frame"
+		fi
 	fi
 else
 	tap_fail fitest "$FT not built (make -C lib/librv-fi)"
