@@ -26,8 +26,9 @@
  *   rv_file.lock
  *     (the device's SRCU read section)
  *       rv_device.jobs_lock
- *         rv_job.slots (xarray's internal spinlock; also the job's slot
- *                       quarantine, also taken alone by detach)
+ *         rv_job.slots (xarray's internal spinlock, which also guards
+ *                       the job's next_slot and quarantine list; detach
+ *                       takes it without jobs_lock)
  *         rv_frwr_qp.lock (a job's release takes it here)
  *       rv_frwr_qp.lock (REG_MEM, and freeing registrations: never with
  *                        jobs_lock or a cache lock)
