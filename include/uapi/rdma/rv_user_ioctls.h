@@ -76,6 +76,8 @@ enum {
 #define RV_MAX_RING_ENTRIES	(1U << 20)
 #define RV_MIN_HEARTBEAT_MS	50
 #define RV_MAX_HEARTBEAT_MS	600000
+/* Longest slot quarantine (module parameter slot_quarantine_ms), 10 min. */
+#define RV_SLOT_QUARANTINE_MAX_MS	600000
 /* ATTACH's @heartbeat_ms value that turns heartbeats off for the job. */
 #define RV_HEARTBEAT_OFF	0xffffffffU
 
@@ -103,7 +105,10 @@ enum {
  * @conn_query_flags: out: RV_CONN_QUERY_F_* bits this kernel accepts
  * @default_heartbeat_ms: out: heartbeat interval used when ATTACH passes
  *	0 (module parameter heartbeat_ms), or RV_HEARTBEAT_OFF
- * @rsvd: 0
+ * @slot_quarantine_ms: out: how long a slot stays out of use after its
+ *	process detached (module parameter slot_quarantine_ms; see "Slot
+ *	reuse" at ATTACH); 0: reused at once (kernels before this field
+ *	reported 0 here, and reused slots at once)
  *
  * Needs no ATTACH.  Minimum @size: 64 (up to @default_mr_cache_bytes, the
  * first release); the fields from @cm_port on were appended later.
@@ -129,7 +134,7 @@ struct rv_query {
 	__u32 conn_timeout_ms;
 	__u32 conn_query_flags;
 	__u32 default_heartbeat_ms;
-	__u32 rsvd;
+	__u32 slot_quarantine_ms;
 };
 
 #define RV_IOCTL_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_QUERY)
@@ -155,7 +160,7 @@ struct rv_query {
  * @ring_entries: in/out: this process's event ring size, a power of two in
  *	RV_MIN_RING_ENTRIES..RV_MAX_RING_ENTRIES, 0 for the default; on
  *	return the value in effect
- * @slot: out: this process's slot index in the job
+ * @slot: out: this process's slot index in the job (see "Slot reuse")
  * @mr_cache_bytes: in/out: this process's MR cache limit in bytes, at
  *	most the module parameter max_mr_cache_bytes (64 GiB by default),
  *	0 for the module default; on return the value in effect
@@ -172,7 +177,27 @@ struct rv_query {
  * All files of one uid that attach with the same job key to the same
  * device and port form one job; the first creates it.  @num_conn,
  * @slot_bits and @gid_index are job-wide; @ring_entries and
- * @mr_cache_bytes are per process.  Closing the file detaches.
+ * @mr_cache_bytes are per process.  Closing the file detaches; the job
+ * and its connections end with its last process.
+ *
+ * Slot reuse.  A process's slot goes, when it closes the file, into
+ * quarantine for slot_quarantine_ms (RV_IOCTL_QUERY's
+ * @slot_quarantine_ms; 10 s by default): no ATTACH gets it meanwhile, and
+ * a write naming it that arrives meanwhile is dropped and counted in the
+ * connection's @drops_no_slot, as for a slot nobody ever held.  Slots are
+ * also handed out next-fit (the lowest free slot above the last one given,
+ * wrapping to 0), so a freed slot is the last to be given again.
+ * Guaranteed: a write that arrives on this node within slot_quarantine_ms
+ * of its destination's close is never delivered to another process; nor
+ * is a write posted to an earlier job of the same key delivered to a
+ * later one (the earlier job's QPs are gone with it).  Not guaranteed:
+ * a write that arrives after the quarantine, which reaches whoever holds
+ * the slot then.  The default outlasts the time an RC QP retransmits a
+ * write before it fails (7 tries of 4.096 us * 2^ack_timeout: 0.94 s at
+ * rv's default ack_timeout 15, 7.5 s at 18), and rv never re-sends a
+ * failed write; a sender that posts later, not knowing that its peer
+ * left, is the middleware's to prevent (it learns of the departure by
+ * its own means).
  *
  * Errors:
  *  EINVAL     @port_num not a port of the device, @gid_index not a valid
@@ -185,7 +210,9 @@ struct rv_query {
  *  EALREADY   this file is already attached
  *  EBUSY      the job exists with a different @num_conn, @slot_bits,
  *             @gid_index or @heartbeat_ms (after defaults are applied)
- *  ENOSPC     every slot of the job is taken
+ *  ENOSPC     every slot of the job is taken by an attached process
+ *  EAGAIN     every slot not taken is in quarantine (a process of the job
+ *             closed less than slot_quarantine_ms ago): retry later
  *  ENOMEM     out of memory, or the event ring would exceed the caller's
  *             RLIMIT_MEMLOCK (one budget with its MR cache's pins: both
  *             count in the process's VmPin) or its memory cgroup's limit
@@ -711,7 +738,8 @@ struct rv_conn_connect {
  *	a process's ring
  * @bytes_received: out: their bytes
  * @drops_no_slot: out: arrived writes whose immediate named a slot with no
- *	attached process (or one whose ring was not mapped yet): dropped
+ *	attached process (never held, in quarantine after its process left,
+ *	or one whose ATTACH has not returned yet): dropped
  * @drops_ring_full: out: arrived writes dropped because the destination
  *	process's ring was full (also counted in its ring's @overflows)
  * @recv_errors: out: receive completions with an error status other than
@@ -795,9 +823,9 @@ struct rv_conn_destroy {
  * @rkey, carrying the 32-bit @imm.  On the remote node the write's
  * receive completion goes to the process whose slot is the top
  * @slot_bits bits of @imm (the job's ATTACH @slot_bits); the other bits
- * are the middleware's.  A slot with no process counts in the remote
- * connection's @drops_no_slot and the event is dropped, never delivered
- * elsewhere.
+ * are the middleware's.  A slot with no process, or in quarantine
+ * after its process left (see ATTACH), counts in the remote connection's
+ * @drops_no_slot and the event is dropped, never delivered elsewhere.
  *
  * rv stripes writes over the connection's QPs, each with as many writes
  * in flight as its send queue holds (CONN_CREATE's @send_depth); when

@@ -451,6 +451,9 @@ static int ep_attach(struct rvfi_ep *ep)
 	if (ret < 0) {
 		RVFI_WARN("rv_attach(%s, gid %d, job %s): %s\n", dom->name,
 			  dom->gid_index, rvfi_env.job_key, strerror(-ret));
+		/* EAGAIN: every free slot is in quarantine, retry later */
+		if (ret == -EAGAIN)
+			return -FI_EAGAIN;
 		return ret == -ENOSPC ? -FI_ENOSPC : -FI_ENODEV;
 	}
 	ep->slot = ret;

@@ -26,7 +26,9 @@
  *   rv_file.lock
  *     (the device's SRCU read section)
  *       rv_device.jobs_lock
- *         rv_job.slots (xarray's internal spinlock)
+ *         rv_job.slots (xarray's internal spinlock, which also guards
+ *                       the job's next_slot and quarantine list; detach
+ *                       takes it without jobs_lock)
  *         rv_frwr_qp.lock (a job's release takes it here)
  *       rv_frwr_qp.lock (REG_MEM, and freeing registrations: never with
  *                        jobs_lock or a cache lock)
@@ -163,14 +165,33 @@ struct rv_frwr_qp {
 };
 
 /**
+ * struct rv_slot_quarantine - a freed slot that is not handed out yet
+ * @list: entry in rv_job.quarantine
+ * @slot: the slot; rv_job.slots holds a reserved entry for it
+ * @until: jiffies from which the slot may be handed out again
+ *
+ * Allocated by ATTACH (so that detaching cannot fail), freed when the
+ * slot leaves quarantine or with the job.
+ */
+struct rv_slot_quarantine {
+	struct list_head list;
+	u32 slot;
+	unsigned long until;
+};
+
+/**
  * struct rv_job - processes of one job on one device port of this node
  * @kref: one reference per attached file
  * @dev: the device, holding a reference on it
  * @list: entry in @dev->jobs, protected by @dev->jobs_lock
  * @id: small number naming the job in logs and traces
  * @params: identity and job-wide parameters, constant after creation
- * @slots: slot index -> attached rv_file; allocation is serialised by the
- *	xarray's own lock
+ * @slots: slot index -> attached rv_file, or a reserved (zero) entry while
+ *	the slot is in quarantine; allocation is serialised by the xarray's
+ *	own lock, which also protects @next_slot and @quarantine
+ * @next_slot: where the next-fit search for a free slot starts
+ * @quarantine: struct rv_slot_quarantine of the slots in quarantine, in
+ *	the order they were freed (so also of their expiry)
  * @pd: the job's kernel PD; used in @dev's read sections, NULL after
  *	removal
  * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
@@ -184,6 +205,8 @@ struct rv_job {
 	u32 id;
 	struct rv_job_params params;
 	struct xarray slots;
+	u32 next_slot;
+	struct list_head quarantine;
 	struct ib_pd *pd;
 	struct list_head conns;
 	struct rv_frwr_qp frwr;
@@ -214,6 +237,8 @@ struct rv_io_stats {
  * @lock: protects every field below; serialises ioctls against close
  * @job: the job this file is attached to, NULL before ATTACH
  * @slot: this file's slot in @job
+ * @slot_q: the quarantine record @slot takes when the file detaches;
+ *	NULL when slot_quarantine_ms is 0 or the file is not attached
  * @mm: address space of the process that attached (mmgrab()ed); the only
  *	one allowed to use the file's job-bound commands
  * @pid: the process that attached (a reference), for DUMP
@@ -240,6 +265,7 @@ struct rv_file {
 	struct mutex lock; /* protects the fields below */
 	struct rv_job *job;
 	u32 slot;
+	struct rv_slot_quarantine *slot_q;
 	struct mm_struct *mm;
 	struct pid *pid;
 	u32 ring_entries;
@@ -306,6 +332,8 @@ void rv_uid_exit(void);
 int rv_pin_charge(struct mm_struct *mm, unsigned long pages);
 void rv_pin_uncharge(struct mm_struct *mm, unsigned long pages);
 
+extern unsigned int rv_slot_quarantine_ms;
+
 /* rv_device.c */
 int rv_device_init(void);
 void rv_device_exit(void);
@@ -330,7 +358,7 @@ u32 rv_frwr_invalidate(struct rv_job *job, struct rv_frmr *frmrs,
 /* rv_job.c */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params);
-void rv_job_detach(struct rv_file *rf);
+void rv_job_detach(struct rv_file *rf, bool quarantine);
 void rv_job_release_ib(struct rv_job *job);
 void rv_job_exit(void);
 

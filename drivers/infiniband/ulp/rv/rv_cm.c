@@ -26,12 +26,6 @@
 /* Address and route resolution time limit of one attempt. */
 #define RV_CM_RESOLVE_MS	2000
 /*
- * Transport retries before a QP fails.  7 would mean "forever" on some
- * devices (rxe among them), and a write to a peer that is gone must end
- * with an error; RNR retries stay unlimited (the peer reposts receives).
- */
-#define RV_CM_RETRY_COUNT	6
-/*
  * A client attempt with no answer after this long is abandoned and
  * retried: a request sent while the link was down can stay lost for the
  * CM's whole MAD retry budget (a minute), long after the link is back.

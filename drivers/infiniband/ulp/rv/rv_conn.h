@@ -56,6 +56,13 @@ extern unsigned int rv_drain_timeout_ms;
 
 #define RV_DRAIN_TIMEOUT_MAX_MS	60000
 
+/*
+ * Transport retries before a QP fails.  7 would mean "forever" on some
+ * devices (rxe among them), and a write to a peer that is gone must end
+ * with an error; RNR retries stay unlimited (the peer reposts receives).
+ */
+#define RV_CM_RETRY_COUNT	6
+
 /* Most handles one file may hold (ENOSPC beyond). */
 #define RV_CONN_MAX_HANDLES	65535
 

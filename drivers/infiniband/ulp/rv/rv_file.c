@@ -247,7 +247,7 @@ static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->conn_timeout_ms = rv_conn_timeout_ms;
 	cmd->conn_query_flags = RV_CONN_QUERY_F_WAIT;
 	cmd->default_heartbeat_ms = rv_default_heartbeat_ms;
-	cmd->rsvd = 0;
+	cmd->slot_quarantine_ms = rv_slot_quarantine_ms;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
 
@@ -385,7 +385,8 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	/* A caller that cannot learn its slot must not keep it. */
 	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 	if (ret) {
-		rv_job_detach(rf);
+		/* Nobody learned the slot: it needs no quarantine. */
+		rv_job_detach(rf, false);
 		goto out_free_ring;
 	}
 	mmgrab(current->mm);
@@ -465,7 +466,7 @@ static int rv_release(struct inode *inode, struct file *filp)
 	rv_conn_file_release(rf);
 	/* MRs live in the job's PD: free them before leaving the job. */
 	rv_mr_cache_teardown(&rf->mr_cache);
-	rv_job_detach(rf);
+	rv_job_detach(rf, true);
 	/* The receive path may still hold the file it found in its slot. */
 	synchronize_rcu();
 	/* No mapping is left (each holds the file), so no user either. */

@@ -4,6 +4,17 @@
  * device port.  A job owns what its processes share (its kernel PD now, its
  * connections later) and hands each process a slot, the index that
  * write-with-immediate traffic uses to reach it.
+ *
+ * Slot reuse.  A peer that posted writes to a process before learning it
+ * left must not reach the next process given its slot.  Slots are handed
+ * out next-fit (xa_alloc_cyclic()), so a freed slot is the last one
+ * reused, and a freed slot stays in quarantine for slot_quarantine_ms:
+ * rv_job.slots keeps a reserved entry for it, which allocation skips and
+ * the receive path reads as "nobody" (drops_no_slot).  Quarantines end
+ * lazily, when an ATTACH looks for a slot: no timer to cancel, and the
+ * records are bounded by the job's slots.  A job lives only as long as
+ * its processes, and its connections with it: a later job of the same
+ * key gets new QPs, which no write of the old ones can reach.
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -74,6 +85,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	job->dev = dev;
 	job->params = *params;
 	xa_init_flags(&job->slots, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
+	INIT_LIST_HEAD(&job->quarantine);
 	INIT_LIST_HEAD(&job->conns);
 	rv_frwr_init(&job->frwr);
 	list_add_tail(&job->list, &dev->jobs);
@@ -117,6 +129,25 @@ void rv_job_release_ib(struct rv_job *job)
 	}
 }
 
+/*
+ * End the quarantines that are over (all of them with @all); caller holds
+ * the slots' lock.
+ */
+static void rv_job_end_quarantines(struct rv_job *job, bool all)
+{
+	struct rv_slot_quarantine *q, *tmp;
+
+	lockdep_assert_held(&job->slots.xa_lock);
+	list_for_each_entry_safe(q, tmp, &job->quarantine, list) {
+		/* In the order they began: the first still on stops the walk. */
+		if (!all && time_before(jiffies, q->until))
+			break;
+		__xa_erase(&job->slots, q->slot);
+		list_del(&q->list);
+		kfree(q);
+	}
+}
+
 /* kref release: called in the device's read section and dev->jobs_lock. */
 static void rv_job_free(struct kref *kref)
 {
@@ -125,6 +156,9 @@ static void rv_job_free(struct kref *kref)
 	trace_rv_job_destroy(job);
 	list_del(&job->list);
 	rv_job_release_ib(job);
+	xa_lock(&job->slots);
+	rv_job_end_quarantines(job, true);
+	xa_unlock(&job->slots);
 	WARN_ON(!xa_empty(&job->slots));
 	xa_destroy(&job->slots);
 	ida_free(&rv_job_ida, job->id);
@@ -142,16 +176,24 @@ static void rv_job_free(struct kref *kref)
  *
  * Return: 0 with @rf->job and @rf->slot set, -ENODEV if the device is being
  * removed, -EBUSY if the job exists with another configuration, -ENOSPC if
- * all its slots are taken, -EDQUOT if a new job would exceed the uid's
- * max_jobs_per_uid, -ENOMEM.
+ * all its slots are taken, -EAGAIN if the free ones are all in quarantine,
+ * -EDQUOT if a new job would exceed the uid's max_jobs_per_uid, -ENOMEM.
  */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params)
 {
+	struct rv_slot_quarantine *q = NULL;
 	struct rv_job *job;
 	bool created = false;
 	u32 slot;
 	int ret, idx;
+
+	/* Taken now so that detaching, which cannot fail, needs nothing. */
+	if (rv_slot_quarantine_ms) {
+		q = kmalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
+		if (!q)
+			return -ENOMEM;
+	}
 
 	idx = rv_device_enter(dev, true);
 	if (idx < 0) {
@@ -179,17 +221,22 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		created = true;
 	}
 
-	ret = xa_alloc(&job->slots, &slot, rf,
-		       XA_LIMIT(0, (1U << params->slot_bits) - 1), GFP_KERNEL);
-	if (ret) {
-		/* xa_alloc() says -EBUSY when the range is full. */
-		if (ret == -EBUSY)
-			ret = -ENOSPC;
+	xa_lock(&job->slots);
+	rv_job_end_quarantines(job, false);
+	/* May drop and retake the lock to allocate: the list stays valid. */
+	ret = __xa_alloc_cyclic(&job->slots, &slot, rf,
+				XA_LIMIT(0, (1U << params->slot_bits) - 1),
+				&job->next_slot, GFP_KERNEL);
+	/* -EBUSY when the range is full: taken, or some in quarantine. */
+	if (ret == -EBUSY)
+		ret = list_empty(&job->quarantine) ? -ENOSPC : -EAGAIN;
+	xa_unlock(&job->slots);
+	if (ret < 0)	/* 1 says the search wrapped: a success */
 		goto out_put_job;
-	}
 
 	rf->job = job;
 	rf->slot = slot;
+	rf->slot_q = q;
 	mutex_unlock(&dev->jobs_lock);
 	rv_device_leave(dev, idx);
 	trace_rv_attach(job, slot, created);
@@ -201,17 +248,21 @@ out_unlock_jobs:
 	mutex_unlock(&dev->jobs_lock);
 out_leave:
 	rv_device_leave(dev, idx);
+	kfree(q);
 	return ret;
 }
 
 /**
  * rv_job_detach - give up @rf's slot and job reference
  * @rf: the file, locked; nothing happens if it is not attached
+ * @quarantine: the slot was handed to user space (ATTACH succeeded): keep
+ *	it out of use for slot_quarantine_ms
  *
  * The last file of a job frees the job.  Safe after device removal.
  */
-void rv_job_detach(struct rv_file *rf)
+void rv_job_detach(struct rv_file *rf, bool quarantine)
 {
+	struct rv_slot_quarantine *q = rf->slot_q;
 	struct rv_job *job = rf->job;
 	struct rv_device *dev;
 	int idx;
@@ -223,7 +274,23 @@ void rv_job_detach(struct rv_file *rf)
 	kref_get(&dev->kref);
 
 	trace_rv_detach(job, rf->slot);
-	xa_erase(&job->slots, rf->slot);
+	rf->slot_q = NULL;
+	xa_lock(&job->slots);
+	if (q && quarantine) {
+		q->slot = rf->slot;
+		q->until = jiffies + msecs_to_jiffies(rv_slot_quarantine_ms);
+		/*
+		 * NULL in an allocating xarray reserves the index: replacing
+		 * an entry allocates nothing, so this cannot fail.
+		 */
+		__xa_store(&job->slots, rf->slot, NULL, 0);
+		list_add_tail(&q->list, &job->quarantine);
+		q = NULL;
+	} else {
+		__xa_erase(&job->slots, rf->slot);
+	}
+	xa_unlock(&job->slots);
+	kfree(q);
 	rf->job = NULL;
 
 	idx = rv_device_enter(dev, false);

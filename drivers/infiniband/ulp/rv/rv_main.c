@@ -11,6 +11,7 @@
 #include <linux/mm.h>
 #include <linux/sizes.h>
 #include <linux/module.h>
+#include <linux/time64.h>
 
 /*
  * Defaults for ATTACH fields passed as 0.  Read-only after load so that the
@@ -92,6 +93,21 @@ static unsigned int rv_cap_from_ram(unsigned long bytes)
 	return clamp_t(u64, div64_u64(ram, bytes), 64, U32_MAX);
 }
 
+/*
+ * How long a slot stays out of use after its process detached, so that
+ * writes aimed at that process which are still on their way are dropped
+ * (drops_no_slot) rather than delivered to the next process given the
+ * slot.  A write that has not arrived is retransmitted by its RC QP until
+ * the QP gives up: RV_CM_RETRY_COUNT + 1 = 7 tries of 4.096 us *
+ * 2^ack_timeout, 0.94 s at the default ack_timeout (15), 3.8 s at 17,
+ * 7.5 s at 18; rv never re-sends a failed write on a new QP (a re-send is
+ * a new post by the middleware).  10 s covers that at ack_timeout up to
+ * 18 on every node.  0 turns the quarantine off.
+ */
+unsigned int rv_slot_quarantine_ms = 10000;
+module_param_named(slot_quarantine_ms, rv_slot_quarantine_ms, uint, 0444);
+MODULE_PARM_DESC(slot_quarantine_ms, "Time a freed process slot is kept unused, in ms (0..600000, 0 = reuse at once, default 10000)");
+
 static int rv_check_params(void)
 {
 	if (!rv_max_jobs_per_uid)
@@ -128,6 +144,11 @@ static int rv_check_params(void)
 		       RV_MAX_HEARTBEAT_MS);
 		return -EINVAL;
 	}
+	if (rv_slot_quarantine_ms > RV_SLOT_QUARANTINE_MAX_MS) {
+		pr_err("slot_quarantine_ms=%u out of range 0..%u\n",
+		       rv_slot_quarantine_ms, RV_SLOT_QUARANTINE_MAX_MS);
+		return -EINVAL;
+	}
 	if (!rv_default_mr_cache_bytes) {
 		pr_err("mr_cache_bytes must not be 0\n");
 		return -EINVAL;
@@ -138,6 +159,21 @@ static int rv_check_params(void)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * A quarantine shorter than the time this node's QPs retransmit a write
+ * lets late writes reach a slot's next process: say so (ack_timeout is
+ * validated by rv_conn_init()).
+ */
+static void rv_check_quarantine(void)
+{
+	u64 retry_ms = div_u64((u64)(RV_CM_RETRY_COUNT + 1) * 4096 << rv_ack_timeout,
+			       NSEC_PER_MSEC);
+
+	if (rv_slot_quarantine_ms && rv_slot_quarantine_ms < retry_ms)
+		pr_notice("slot_quarantine_ms=%u is below the %llu ms a write is retried at ack_timeout=%u\n",
+			  rv_slot_quarantine_ms, retry_ms, rv_ack_timeout);
 }
 
 /*
@@ -170,6 +206,8 @@ static int __init rv_init(void)
 	ret = rv_device_init();
 	if (ret)
 		goto out_conn_exit;
+
+	rv_check_quarantine();
 
 	ret = misc_register(&rv_misc);
 	if (ret)

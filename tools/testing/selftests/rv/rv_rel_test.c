@@ -30,8 +30,9 @@
  * Modes:
  *  clean    no write may fail, the generation must not change, rv_stats
  *           and the MR cache figures must match what was done (the
- *           survivors of a SIGKILL next door); -w SLOT: ATTACH must give
- *           this slot (a killed process's slot was freed)
+ *           survivors of a SIGKILL next door); -w SLOT: ATTACH must not
+ *           give this slot, a killed process's (freed slots are reused
+ *           last, and not before their quarantine ends)
  *  recover  writes may fail (link down); they are re-sent until every
  *           message completed; the generation must advance, some post
  *           must have got EAGAIN while the connection reconnected; prints
@@ -300,8 +301,8 @@ static int setup(void)
 	slot = ret;
 	slot_bits = a.slot_bits;
 	if (want_slot >= 0)
-		check(slot == want_slot, "slot-reused",
-		      "got slot %d, the freed one is %d", slot, want_slot);
+		check(slot != want_slot, "slot-not-reused",
+		      "got slot %d, the one freed by the kill", slot);
 
 	rv_random_key((uint8_t *)&my_seed, sizeof(my_seed));
 	iova = 0;

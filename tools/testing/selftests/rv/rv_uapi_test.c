@@ -175,6 +175,7 @@ TEST_F(uapi, query)
 	EXPECT_LE(1, q->conn_timeout_ms);
 	EXPECT_GE(RV_CONN_TIMEOUT_MAX_MS, q->conn_timeout_ms);
 	EXPECT_EQ(RV_CONN_QUERY_F_WAIT, q->conn_query_flags);
+	EXPECT_GE(RV_SLOT_QUARANTINE_MAX_MS, q->slot_quarantine_ms);
 
 	/* The answer does not depend on the file or on being repeated. */
 	fd = rv_open_raw();
@@ -821,7 +822,7 @@ TEST_F(uapi, fork_distinct_slots)
 		EXPECT_FALSE(seen & (1U << res)) TH_LOG("slot %d twice", res);
 		seen |= 1U << res;
 	}
-	/* lowest free first: exactly slots 0..NPROCS-1 */
+	/* a new job hands out 0 first, then next-fit: exactly 0..NPROCS-1 */
 	EXPECT_EQ((1U << NPROCS) - 1, seen);
 
 	close(barrier[1]);
@@ -831,12 +832,12 @@ TEST_F(uapi, fork_distinct_slots)
 	}
 	close(report[0]);
 
-	/* all detached: slot 0 is free again */
+	/* all detached: the job ended, a new one starts at slot 0 */
 	EXPECT_EQ(0, rv_ioc(self->fd, RV_IOCTL_ATTACH, &a));
 	EXPECT_EQ(0, a.slot);
 }
 
-/* slot_bits 1: two slots; a third ATTACH is ENOSPC until one closes. */
+/* slot_bits 1: two slots; a third ATTACH is ENOSPC while both are held. */
 TEST_F(uapi, slot_exhaustion)
 {
 	struct rv_attach a;
@@ -859,19 +860,116 @@ TEST_F(uapi, slot_exhaustion)
 	/* still ENOSPC on the same file: the failure consumed nothing */
 	EXPECT_EQ(-ENOSPC, rv_ioc(fd2, RV_IOCTL_ATTACH, &a));
 
-	/* free slot 0: the next ATTACH (same file that failed) reuses it */
+	/*
+	 * free slot 0: in quarantine, so the next ATTACH (same file that
+	 * failed) is EAGAIN, or gets it at once without one (slot_reuse
+	 * below waits the quarantine out)
+	 */
 	close(fd0);
-	EXPECT_EQ(0, rv_ioc(fd2, RV_IOCTL_ATTACH, &a));
-	EXPECT_EQ(0, a.slot);
-
-	/* free slot 1 and take it again */
-	close(fd1);
-	fd1 = attach_ok(_metadata, &a);
-	ASSERT_LE(0, fd1);
-	EXPECT_EQ(1, a.slot);
+	ret = rv_ioc(fd2, RV_IOCTL_ATTACH, &a);
+	if (self->q.slot_quarantine_ms) {
+		EXPECT_EQ(-EAGAIN, ret);
+	} else {
+		EXPECT_EQ(0, ret);
+		EXPECT_EQ(0, a.slot);
+	}
 
 	close(fd1);
 	close(fd2);
+}
+
+/*
+ * Slot reuse (rv(7)): a freed slot stays in quarantine for the QUERY's
+ * slot_quarantine_ms, and slots are handed out next-fit.  Two jobs side
+ * by side, so that one wait serves both: job X (2 slots) for ENOSPC
+ * against EAGAIN, job Y (4 slots) for the order of reuse.
+ */
+TEST_F_TIMEOUT(uapi, slot_reuse, 60)
+{
+	uint32_t qms = self->q.slot_quarantine_ms;
+	int x[3], y[7], ret, i;
+	struct rv_attach ax, ay;
+	uint64_t t0;
+
+	NEED_DEV();
+	if (qms > 20000)
+		SKIP(return, "slot_quarantine_ms %u: too long to wait for", qms);
+	rv_attach_init(&ax, self->dev_index, 7);
+	ax.slot_bits = 1;
+	rv_attach_init(&ay, self->dev_index, 6);
+	ay.slot_bits = 2;
+
+	/* X: both slots taken, ENOSPC; one freed: EAGAIN while it waits */
+	x[0] = attach_ok(_metadata, &ax);
+	ASSERT_LE(0, x[0]);
+	EXPECT_EQ(0, ax.slot);
+	x[1] = attach_ok(_metadata, &ax);
+	ASSERT_LE(0, x[1]);
+	EXPECT_EQ(1, ax.slot);
+	x[2] = attach_new(&ax, &ret);
+	ASSERT_LE(0, x[2]);
+	EXPECT_EQ(-ENOSPC, ret);
+	close(x[0]);
+	t0 = rv_now_ms();
+	ret = rv_ioc(x[2], RV_IOCTL_ATTACH, &ax);
+	/* a machine this slow cannot tell a quarantine from its end */
+	if (qms)
+		ASSERT_GT(t0 + qms / 2, rv_now_ms());
+	EXPECT_EQ(qms ? -EAGAIN : 0, ret);
+	/* a refused ATTACH leaves the file free and takes nothing */
+	if (qms)
+		EXPECT_EQ(-EAGAIN, rv_ioc(x[2], RV_IOCTL_ATTACH, &ax));
+
+	/* Y: 0 and 1 taken, 1 freed: next-fit gives 2, not 1 */
+	y[0] = attach_ok(_metadata, &ay);
+	ASSERT_LE(0, y[0]);
+	EXPECT_EQ(0, ay.slot);
+	y[1] = attach_ok(_metadata, &ay);
+	ASSERT_LE(0, y[1]);
+	EXPECT_EQ(1, ay.slot);
+	close(y[1]);
+	y[2] = attach_ok(_metadata, &ay);
+	ASSERT_LE(0, y[2]);
+	EXPECT_EQ(2, ay.slot);
+	close(y[2]);
+
+	/* both quarantines over */
+	if (qms) {
+		/* from the first close: the quarantines began after it */
+		while (rv_now_ms() < t0 + qms + 300)
+			usleep(50000);
+		ax.slot = 0xdead;
+		EXPECT_EQ(0, rv_ioc(x[2], RV_IOCTL_ATTACH, &ax));
+		EXPECT_EQ(0, ax.slot);
+	}
+	/* every slot of X taken, none in quarantine: ENOSPC again */
+	i = attach_new(&ax, &ret);
+	ASSERT_LE(0, i);
+	EXPECT_EQ(-ENOSPC, ret);
+	close(i);
+
+	/*
+	 * Y: 1 and 2 are free again, but the search starts after the last
+	 * slot given (2): 3, then it wraps to 1 and 2, then the job is full.
+	 */
+	y[3] = attach_ok(_metadata, &ay);
+	ASSERT_LE(0, y[3]);
+	EXPECT_EQ(3, ay.slot);
+	y[4] = attach_ok(_metadata, &ay);
+	ASSERT_LE(0, y[4]);
+	EXPECT_EQ(1, ay.slot);
+	y[5] = attach_ok(_metadata, &ay);
+	ASSERT_LE(0, y[5]);
+	EXPECT_EQ(2, ay.slot);
+	y[6] = attach_new(&ay, &ret);
+	ASSERT_LE(0, y[6]);
+	EXPECT_EQ(-ENOSPC, ret);
+
+	for (i = 1; i < 3; i++)
+		close(x[i]);
+	close(y[0]);
+	for (i = 3; i < 7; i++)
+		close(y[i]);
 }
 
 /* The slot belongs to the open file, not the descriptor: dup keeps it. */
@@ -895,9 +993,15 @@ TEST_F(uapi, slot_held_by_file_not_fd)
 	ASSERT_LE(0, fd0);
 	EXPECT_EQ(-ENOSPC, ret);
 
+	/* the last descriptor gone, so is the file: slot 0 is freed */
 	close(dupfd);
-	EXPECT_EQ(0, rv_ioc(fd0, RV_IOCTL_ATTACH, &a));
-	EXPECT_EQ(0, a.slot);
+	ret = rv_ioc(fd0, RV_IOCTL_ATTACH, &a);
+	if (self->q.slot_quarantine_ms) {
+		EXPECT_EQ(-EAGAIN, ret);	/* freed, in quarantine */
+	} else {
+		EXPECT_EQ(0, ret);
+		EXPECT_EQ(0, a.slot);
+	}
 	close(fd0);
 	close(fd1);
 }

@@ -47,6 +47,15 @@
  *          rv_stats overflows, CONN_QUERY drops_ring_full), poll() woken
  *          by a RECV, and writes to a slot nobody holds (drops_no_slot,
  *          delivered to nobody, receives reposted).
+ *  slot    2 nodes x 5 procs, jobs of 4 slots: slot reuse (see
+ *          mode_slot()).  Node0 proc 0 writes to slot S of node1's
+ *          process A, which leaves in the middle of a stream that goes on
+ *          for 2 s after it left; the processes attaching next get other
+ *          slots and none of those writes, which are counted in
+ *          drops_no_slot; ATTACH is EAGAIN while every free slot is in
+ *          quarantine; once it ended, S is given again, and its new
+ *          holder gets only the writes sent after it attached.  SKIP when
+ *          rv runs with slot_quarantine_ms=0.
  *
  * Output: one line per check, "check PASS name" or "check FAIL name: why",
  * or "check SKIP name: why" for one this device leaves nothing to check
@@ -303,9 +312,12 @@ static int rank_node(int r)
 	return r / procs;
 }
 
-static int attach(uint32_t ring_entries)
+/* Slot bits every rank asks for; 0: the module default. */
+static uint32_t job_slot_bits;
+
+/* Open C.rv and fill @a for this rank's job: 0, or 4 (skip) or 1. */
+static int attach_prepare(struct rv_attach *a, uint32_t ring_entries)
 {
-	struct rv_attach a;
 	int idx, gid, ret;
 
 	idx = rv_device_index(rv_test_ibdev());
@@ -319,29 +331,47 @@ static int attach(uint32_t ring_entries)
 		diag("rv_open: %s", strerror(-ret));
 		return ret == -ENOENT ? 4 : 1;
 	}
-	memset(&a, 0, sizeof(a));
-	a.dev_index = idx;
-	a.port_num = RV_TEST_PORT;
-	a.gid_index = gid;
-	a.num_conn = num_conn;
-	a.ring_entries = ring_entries;
-	a.job_key_len = strlen(C.key);
-	memcpy(a.job_key, C.key, a.job_key_len);
+	memset(a, 0, sizeof(*a));
+	a->dev_index = idx;
+	a->port_num = RV_TEST_PORT;
+	a->gid_index = gid;
+	a->num_conn = num_conn;
+	a->slot_bits = job_slot_bits;
+	a->ring_entries = ring_entries;
+	a->job_key_len = strlen(C.key);
+	memcpy(a->job_key, C.key, a->job_key_len);
+	return 0;
+}
+
+/* The checks of a successful ATTACH (@ret its slot); 0 or 1. */
+static int attach_done(const struct rv_attach *a, int ret)
+{
+	C.slot = ret;
+	C.slot_bits = a->slot_bits;
+	check(rv_slot_bits(C.rv) == (int)a->slot_bits, "slot-bits",
+	      "rv_slot_bits %d, attach said %u", rv_slot_bits(C.rv),
+	      a->slot_bits);
+	num_conn = a->num_conn;
+	if (!check(a->slot_bits + TAG_BITS + RANK_BITS + SEQ_BITS <= 32 &&
+		   nnodes * procs <= 1 << RANK_BITS,
+		   "imm-room", "%d ranks do not fit beside slot_bits %u",
+		   nnodes * procs, a->slot_bits))
+		return 1;
+	return 0;
+}
+
+static int attach(uint32_t ring_entries)
+{
+	struct rv_attach a;
+	int ret;
+
+	ret = attach_prepare(&a, ring_entries);
+	if (ret)
+		return ret;
 	ret = rv_attach(C.rv, &a);
 	if (!check(ret >= 0, "attach", "rv_attach: %s", strerror(-ret)))
 		return 1;
-	C.slot = ret;
-	C.slot_bits = a.slot_bits;
-	check(rv_slot_bits(C.rv) == (int)a.slot_bits, "slot-bits",
-	      "rv_slot_bits %d, attach said %u", rv_slot_bits(C.rv),
-	      a.slot_bits);
-	num_conn = a.num_conn;
-	if (!check(a.slot_bits + TAG_BITS + RANK_BITS + SEQ_BITS <= 32 &&
-		   nnodes * procs <= 1 << RANK_BITS,
-		   "imm-room", "%d ranks do not fit beside slot_bits %u",
-		   nnodes * procs, a.slot_bits))
-		return 1;
-	return 0;
+	return attach_done(&a, ret);
 }
 
 /* Create and connect to remote node @n (once), wait until CONNECTED. */
@@ -2149,6 +2179,333 @@ static void mode_ring(void)
 	barrier("ring-end", everyone);
 }
 
+/* ---- slot reuse ------------------------------------------------------ */
+
+/*
+ * Slot mode: 2 nodes x 5 procs, jobs of 4 slots (slot_bits 2).
+ *   node0 p0  the sender; node0 p1..p4 only wait for the end
+ *   node1 p0  A: holds slot S; gets phase 1, then leaves mid phase 2
+ *   node1 p1  H: node1's handle on the connection, reads its counters
+ *   node1 p2  B: attaches as soon as A left: must not get S
+ *   node1 p3  C: attaches after B, filling the job but for S
+ *   node1 p4  D: ATTACH is EAGAIN until S's quarantine ends, then gets S
+ * Every write goes to S; the immediate's user bits carry the phase (1:
+ * to A, 2: streamed until Q_AFTER_MS after A left, 3: to D) and a number.
+ */
+#define Q_SLOT_BITS	2
+#define Q_PRE		8
+#define Q_POST		16
+#define Q_AFTER_MS	2000
+#define Q_INFLIGHT	32
+
+static uint32_t q_user(uint32_t phase, uint32_t i)
+{
+	return phase << 24 | i;
+}
+
+static uint32_t q_phase(uint32_t imm)
+{
+	return rv_imm_user(Q_SLOT_BITS, imm) >> 24;
+}
+
+/* Reap for @ms; count RECVs of @phase for slot @slot, the rest in *bad. */
+static uint32_t q_reap(unsigned int ms, uint32_t phase, uint32_t slot,
+		       uint32_t *bad)
+{
+	struct rv_event ev[EV_BATCH];
+	uint64_t until = rv_now_ms() + ms;
+	uint32_t got = 0;
+	int n, i;
+
+	do {
+		n = reap(ev, EV_BATCH, 50);
+		for (i = 0; i < n; i++) {
+			if (ev[i].kind == RV_EVENT_RECV && !ev[i].bytes &&
+			    rv_imm_slot(Q_SLOT_BITS, ev[i].imm) == slot &&
+			    q_phase(ev[i].imm) == phase) {
+				got++;
+			} else {
+				if (!*bad)
+					diag("unexpected event kind %u imm %x",
+					     ev[i].kind, ev[i].imm);
+				(*bad)++;
+			}
+		}
+	} while (rv_now_ms() < until);
+	return got;
+}
+
+static bool q_fetch_u64(const char *name, unsigned long long *v)
+{
+	char text[64];
+
+	return fetch(name, text, sizeof(text)) &&
+	       sscanf(text, "%llu", v) == 1;
+}
+
+static void slot_sender(uint32_t s)
+{
+	struct rv_event ev[EV_BATCH];
+	uint32_t n2 = 0, after = 0, done = 0, bad = 0;
+	uint64_t left_at = 0;
+	struct rv_write w;
+	char text[64];
+	int ret, i, m;
+
+	if (!connect_node(1))
+		return;
+	burst("pre-sent", C.conn[1], Q_PRE, s, q_user(1, 0));
+	publish("Q.pre-sent", "x\n");
+	if (!fetch("Q.A-got", text, sizeof(text)))
+		return;
+	/* phase 2: a stream to S, on until Q_AFTER_MS after A left */
+	while (!expired()) {
+		if (!left_at && exists("Q.A-left"))
+			left_at = rv_now_ms();
+		if (left_at && rv_now_ms() >= left_at + Q_AFTER_MS)
+			break;
+		if (n2 - done < Q_INFLIGHT) {
+			memset(&w, 0, sizeof(w));
+			w.wr_id = n2;
+			w.conn_handle = C.conn[1];
+			w.imm = rv_imm(C.slot_bits, s, q_user(2, n2));
+			ret = rv_post_write(C.rv, &w);
+			if (!ret) {
+				n2++;
+				after += !!left_at;
+			} else if (ret != -EAGAIN) {
+				check(false, "stream-post", "%s",
+				      strerror(-ret));
+				break;
+			}
+		}
+		m = reap(ev, EV_BATCH, n2 - done < Q_INFLIGHT ? 0 : 100);
+		for (i = 0; i < m; i++, done++)
+			bad += ev[i].kind != RV_EVENT_SEND || ev[i].status;
+	}
+	while (done < n2 && !expired()) {
+		m = reap(ev, EV_BATCH, 100);
+		for (i = 0; i < m; i++, done++)
+			bad += ev[i].kind != RV_EVENT_SEND || ev[i].status;
+	}
+	check(left_at && done == n2 && !bad && after, "stream-sent",
+	      "%u writes, %u after A left (seen: %d), %u completed, %u bad",
+	      n2, after, !!left_at, done, bad);
+	diag("stream: %u writes to slot %u, %u of them after A left", n2, s,
+	     after);
+	snprintf(text, sizeof(text), "%u %u\n", n2, after);
+	publish("Q.stream-sent", text);
+	if (!fetch("Q.D-ready", text, sizeof(text)))
+		return;
+	burst("post-sent", C.conn[1], Q_POST, s, q_user(3, 0));
+	publish("Q.post-sent", "x\n");
+}
+
+/* A: phase 1 is delivered while it holds S; it leaves mid-stream. */
+static void slot_holder(void)
+{
+	uint32_t got, bad = 0;
+	uint64_t until;
+	char text[64];
+
+	snprintf(text, sizeof(text), "%d\n", C.slot);
+	publish("Q.A", text);
+	if (!fetch("Q.pre-sent", text, sizeof(text)))
+		return;
+	got = 0;
+	while (got < Q_PRE && !bad && !expired())
+		got += q_reap(100, 1, C.slot, &bad);
+	check(got == Q_PRE && !bad, "holder-delivered",
+	      "%u of %u, %u unexpected", got, Q_PRE, bad);
+	publish("Q.A-got", "x\n");
+	/* a second of the stream at least, and some of it, then leave */
+	until = rv_now_ms() + 1000;
+	got = 0;
+	while ((got < 16 || rv_now_ms() < until) && !expired())
+		got += q_reap(100, 2, C.slot, &bad);
+	check(got >= 16 && !bad, "holder-streamed",
+	      "%u stream writes before leaving, %u unexpected", got, bad);
+	rv_close(C.rv);
+	C.rv = NULL;
+	snprintf(text, sizeof(text), "%llu\n",
+		 (unsigned long long)rv_now_ms());
+	publish("Q.A-left", text);
+}
+
+static bool q_sum_cond(const struct rv_conn_query *q)
+{
+	return q->recvs + q->drops_no_slot + q->drops_ring_full >= want_sum;
+}
+
+/* H: every write of the three phases is accounted for on node1. */
+static void slot_keeper(uint32_t s)
+{
+	unsigned int n2, after;
+	struct rv_conn_query q;
+	uint32_t bad = 0;
+	char text[64];
+	bool ret;
+
+	check(C.slot != (int)s, "keeper-slot", "slot %d is A's", C.slot);
+	if (!connect_node(0))
+		return;
+	if (!fetch("Q.stream-sent", text, sizeof(text)) ||
+	    sscanf(text, "%u %u", &n2, &after) != 2 ||
+	    !fetch("Q.post-sent", text, sizeof(text)))
+		return;
+	want_sum = Q_PRE + n2 + Q_POST;
+	ret = wait_conn(C.conn[0], &q, q_sum_cond);
+	diag("connection: recvs %llu drops_no_slot %llu (sent %u + %u + %u, %u after A left)",
+	     (unsigned long long)q.recvs,
+	     (unsigned long long)q.drops_no_slot, Q_PRE, n2, Q_POST, after);
+	/*
+	 * Delivered: phase 1, what A got of phase 2 before it left, phase
+	 * 3; dropped: the rest of phase 2, at least all that was posted
+	 * after A left.
+	 */
+	check(ret && q.recvs + q.drops_no_slot == want_sum &&
+	      !q.drops_ring_full && q.drops_no_slot >= after &&
+	      q.recvs >= Q_PRE + Q_POST && !q.recv_errors,
+	      "conn-counters",
+	      "recvs %llu drops_no_slot %llu drops_ring_full %llu recv_errors %llu: want %llu in all, at least %u dropped",
+	      (unsigned long long)q.recvs,
+	      (unsigned long long)q.drops_no_slot,
+	      (unsigned long long)q.drops_ring_full,
+	      (unsigned long long)q.recv_errors,
+	      (unsigned long long)want_sum, after);
+	check(!q_reap(500, 0, 0, &bad) && !bad, "keeper-gets-nothing",
+	      "%u events", bad);
+}
+
+/* B and C: slots other than S, and none of its writes. */
+static void slot_newcomer(const char *name, uint32_t s)
+{
+	unsigned long long left_ms;
+	uint32_t bad = 0;
+	char text[64];
+
+	if (!q_fetch_u64("Q.A-left", &left_ms))
+		return;
+	diag("attached %llu ms after A left, slot %d",
+	     (unsigned long long)(rv_now_ms() - left_ms), C.slot);
+	check(C.slot != (int)s, "newcomer-other-slot",
+	      "got slot %d, A's, freed %llu ms ago", C.slot,
+	      (unsigned long long)(rv_now_ms() - left_ms));
+	publish(name, "x\n");
+	if (!fetch("Q.post-sent", text, sizeof(text)))
+		return;
+	check(!q_reap(1000, 0, 0, &bad) && !bad, "newcomer-gets-nothing",
+	      "%u events", bad);
+}
+
+/* D: EAGAIN while S is in quarantine, then S, and only phase 3. */
+static void slot_reuser(uint32_t s, uint32_t qms)
+{
+	unsigned long long left_ms;
+	uint32_t tries = 0, other = 0, got, bad = 0;
+	uint64_t t_first, t_ok;
+	struct rv_attach a;
+	struct rv_stats st;
+	char text[64];
+	int ret;
+
+	if (!q_fetch_u64("Q.A-left", &left_ms) ||
+	    !fetch("Q.C", text, sizeof(text)))
+		return;
+	ret = attach_prepare(&a, 0);
+	if (ret)
+		return;
+	t_first = rv_now_ms();
+	ret = rv_attach(C.rv, &a);
+	check(ret == -EAGAIN && t_first < left_ms + qms, "reuser-eagain",
+	      "first ATTACH %d (%s) %llu ms after A left (quarantine %u ms)",
+	      ret, ret < 0 ? strerror(-ret) : "a slot",
+	      (unsigned long long)(t_first - left_ms), qms);
+	while (ret < 0 && !expired()) {
+		if (ret != -EAGAIN) {
+			if (!other)
+				diag("ATTACH: %s", strerror(-ret));
+			other++;
+		}
+		tries++;
+		usleep(50000);
+		ret = rv_attach(C.rv, &a);
+	}
+	t_ok = rv_now_ms();
+	diag("ATTACH %d %llu ms after A left (quarantine %u ms), after %u refusals",
+	     ret, (unsigned long long)(t_ok - left_ms), qms, tries);
+	/*
+	 * The quarantine began in A's close, before the RCU grace period
+	 * that close then waits for (hundreds of ms on a busy emulated
+	 * guest), and A's timestamp comes after: allow a tenth.
+	 */
+	check(ret == (int)s && !other && t_ok >= left_ms + qms - qms / 10 &&
+	      t_ok <= left_ms + qms + 10000, "reuser-slot-after-quarantine",
+	      "ATTACH %d (want slot %u) %llu ms after A left, quarantine %u ms, %u refusals (%u not EAGAIN)",
+	      ret, s, (unsigned long long)(t_ok - left_ms), qms, tries,
+	      other);
+	if (ret < 0 || attach_done(&a, ret))
+		return;
+	publish("Q.D-ready", "x\n");
+	if (!fetch("Q.post-sent", text, sizeof(text)))
+		return;
+	got = q_reap(1000, 3, s, &bad);
+	while (got < Q_POST && !bad && !expired())
+		got += q_reap(100, 3, s, &bad);
+	got += q_reap(500, 3, s, &bad);
+	check(got == Q_POST && !bad, "reuser-gets-only-new",
+	      "%u of the %u writes sent after it attached, %u others",
+	      got, Q_POST, bad);
+	ret = rv_stats(C.rv, &st);
+	check(!ret && st.recvs == Q_POST, "reuser-stats", "recvs %llu",
+	      (unsigned long long)st.recvs);
+}
+
+static void mode_slot(void)
+{
+	struct rv_query q;
+	struct rv *rv;
+	unsigned long long s = 0;
+	char text[64];
+	int ret;
+
+	ret = rv_open(&rv, 0);
+	if (!ret) {
+		ret = rv_query(rv, &q);
+		rv_close(rv);
+	}
+	if (!check(!ret, "query", "%s", strerror(-ret)))
+		return;
+	if (!q.slot_quarantine_ms) {
+		C.checks++;
+		rv_out("check SKIP n%d.p%d.slot: rv loaded with slot_quarantine_ms=0",
+		       node, C.proc);
+		return;
+	}
+	job_slot_bits = Q_SLOT_BITS;
+	if (node == 0) {
+		if (C.proc == 0 && !attach(0) && q_fetch_u64("Q.A", &s))
+			slot_sender(s);
+	} else if (C.proc == 0) {
+		if (!attach(0))
+			slot_holder();
+	} else if (q_fetch_u64("Q.A", &s)) {
+		const char *wait_for[] = { NULL, NULL, "Q.A-left", "Q.B", "Q.C" };
+
+		if (!fetch(wait_for[C.proc] ? wait_for[C.proc] : "Q.A", text,
+			   sizeof(text)))
+			return;
+		if (C.proc == 4)
+			slot_reuser(s, q.slot_quarantine_ms);
+		else if (attach(0))
+			return;
+		else if (C.proc == 1)
+			slot_keeper(s);
+		else
+			slot_newcomer(C.proc == 2 ? "Q.B" : "Q.C", s);
+	}
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 static int rank_main(int proc)
@@ -2160,6 +2517,12 @@ static int rank_main(int proc)
 	C.deadline_ms = rv_now_ms() + (uint64_t)timeout_s * 1000;
 	snprintf(C.key, sizeof(C.key), "%s%s", key,
 		 !strcmp(mode, "errors") && proc % 2 ? "b" : "");
+	if (!strcmp(mode, "slot")) {
+		/* each role attaches when its turn comes */
+		mode_slot();
+		ret = 0;
+		goto out;
+	}
 	ret = attach(!strcmp(mode, "ring") && node == 1 && proc == 0 ?
 		     RV_MIN_RING_ENTRIES : 0);
 	if (ret)
@@ -2179,6 +2542,7 @@ static int rank_main(int proc)
 		mode_errors();
 	else if (!strcmp(mode, "ring"))
 		mode_ring();
+out:
 	if (!C.checks)
 		check(false, "ran", "no check ran");
 	rv_close(C.rv);
@@ -2187,7 +2551,7 @@ static int rank_main(int proc)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_write_test -m stream|eagain|errors|ring -D DIR -k KEY -N NODE -P PROCS [-b BYTES] [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN] [-T SECONDS] [-S] IP...\n");
+	fprintf(stderr, "usage: rv_write_test -m stream|eagain|errors|ring|slot -D DIR -k KEY -N NODE -P PROCS [-b BYTES] [-M MAXEXP] [-B SIZE,...] [-F SIZE -C COUNT] [-c NUM_CONN] [-T SECONDS] [-S] IP...\n");
 	exit(2);
 }
 
@@ -2235,7 +2599,8 @@ int main(int argc, char **argv)
 	    max_exp > 30 || (fixed_size && !fixed_count))
 		usage();
 	if ((!strcmp(mode, "errors") && (nnodes != 2 || procs != 2)) ||
-	    (!strcmp(mode, "ring") && (nnodes != 2 || procs != 3)))
+	    (!strcmp(mode, "ring") && (nnodes != 2 || procs != 3)) ||
+	    (!strcmp(mode, "slot") && (nnodes != 2 || procs != 5)))
 		usage();
 	for (i = 0; i < nnodes * procs; i++)
 		all_ranks[i] = true;

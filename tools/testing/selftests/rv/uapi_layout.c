@@ -40,7 +40,7 @@
 	F(rv_query, conn_timeout_ms)			\
 	F(rv_query, conn_query_flags)			\
 	F(rv_query, default_heartbeat_ms)		\
-	F(rv_query, rsvd)
+	F(rv_query, slot_quarantine_ms)
 
 #define RV_ATTACH_FIELDS(F)				\
 	F(rv_attach, size)				\

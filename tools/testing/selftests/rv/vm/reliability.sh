@@ -10,8 +10,9 @@
 #                           SIGKILLed on each node: its MR and slot are
 #                           released, rmmod is refused meanwhile, the
 #                           survivors finish verified with no failed write
-#                           and no generation change, a newcomer gets the
-#                           dead process's slot and streams too; rmmod
+#                           and no generation change, a newcomer gets a
+#                           slot other than the dead process's (in
+#                           quarantine) and streams too; rmmod
 #                           succeeds at the end (rv reloaded with
 #                           ack_timeout=17 first: see kill_test)
 #   reliability.sh remove   3 processes per node in flight when node0 runs
@@ -200,8 +201,8 @@ kill_test() {
 	tap_run victim-mr-released wait_mrs $((mrs - ${vmrs:-1})) 30
 	if [[ -n $vpin && $vpin -gt 0 ]]; then tap_ok victim-was-pinned
 	else tap_fail victim-was-pinned "VmPin ${vpin:-unknown} kB before the kill"; fi
-	# a newcomer gets the dead process's slot (xarray: lowest free) and
-	# streams over the same connection
+	# a newcomer gets another slot than the dead process's (next-fit, and
+	# that one is in quarantine) and streams over the same connection
 	tap_run survivors-mid-stream-at-newcomer survivors_running $k
 	start newcomer -k $k -I 5 -m clean -n 40 -s 32768 -w "${vslot:-0}" -T 120
 	finish newcomer 130

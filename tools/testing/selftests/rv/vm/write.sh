@@ -16,6 +16,13 @@
 #   write.sh a2a    3 nodes x 4 processes: every process writes to every
 #                   process of the other nodes at once, verified (rv
 #                   reloaded with ack_timeout=17, 20 on the debug kernel)
+#   write.sh slot   2 nodes: slot reuse.  A process leaves in the middle
+#                   of a stream to its slot, which goes on for 2 s after:
+#                   those writes are dropped and counted (drops_no_slot),
+#                   never delivered to the processes attaching next, which
+#                   get other slots; ATTACH is EAGAIN while the only free
+#                   slot is in quarantine (slot_quarantine_ms), and gets
+#                   it once the quarantine is over, with only new writes
 #
 # rv_write_test prints "check PASS|FAIL name"; each becomes one TAP result
 # "<phase>-<name>", plus one per phase for its exit status.  Processes
@@ -27,7 +34,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
-mode=${1:?usage: write.sh pair|a2a}
+mode=${1:?usage: write.sh pair|a2a|slot}
 me=$RV_NODE
 T=$RV_REPO/tools/testing/selftests/rv
 WT=$T/rv_write_test
@@ -98,6 +105,11 @@ a2a() {
 	tap_run reload-default rv_reload
 }
 
+slot() {
+	tap_diag "slot_quarantine_ms=$(cat /sys/module/rv/parameters/slot_quarantine_ms 2>/dev/null)"
+	phase slot 120 -m slot -k wq -P 5
+}
+
 tap_begin
 tap_diag "node$me of $RV_NODES ($RV_NODE_IPS), mode $mode"
 if [[ ! -x $WT ]] || ! grep -qw '^rv' /proc/modules; then
@@ -108,6 +120,7 @@ fi
 case $mode in
 pair) pair ;;
 a2a) a2a ;;
+slot) slot ;;
 *)
 	echo "unknown mode $mode" >&2
 	exit 2
