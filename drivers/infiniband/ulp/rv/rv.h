@@ -36,9 +36,8 @@
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
  *
- *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock, and
- *   rv_conn_list_lock -> rv_conn.lock under rv_device.jobs_lock; rdma_cm
- *   handlers take only those two.
+ *   Connections (rv_conn.h) add rv_conn_list_lock -> rv_conn.lock under
+ *   rv_device.jobs_lock; rdma_cm handlers take only those two.
  *
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its
