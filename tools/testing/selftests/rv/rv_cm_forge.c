@@ -8,7 +8,7 @@
  *               [-n NUM_CONN] [-i QP_INDEX] [-m MAGIC] [-v VERSION]
  *               [-l PDATA_LEN] [-H HOLD_MS] [-x EXPECTED_REJECT]
  *               [-E EXPECTED_ERRNO]
- *   rv_cm_forge -L -P PORT [-E EXPECTED_ERRNO]
+ *   rv_cm_forge -L -P PORT [-H HOLD_MS] [-E EXPECTED_ERRNO]
  *
  * The private data follows rv's wire format (struct rv_cm_req_pdata in
  * drivers/infiniband/ulp/rv/rv_conn.h): every field may be forged.
@@ -24,7 +24,8 @@
  * accepted), 1 otherwise (the other outcome, timeout, error).
  *
  * -L binds PORT on the IPv4 wildcard and listens, and prints "listening"
- * or "bind failed: errno E (text)"/"listen failed: ...".
+ * (then keeps the port HOLD_MS) or "bind failed: errno E (text)" /
+ * "listen failed: ...".
  *
  * With -E, exit status 0 when a bind or listen failed with errno
  * EXPECTED_ERRNO, 1 otherwise (it succeeded, or failed otherwise).
@@ -81,7 +82,7 @@ static int failed(const char *what, int ret)
 }
 
 /* -L: listen on the IPv4 wildcard, port @port. */
-static int listen_mode(int port)
+static int listen_mode(int port, int hold_ms)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons(port) };
@@ -104,6 +105,8 @@ static int listen_mode(int port)
 		printf("%s failed: errno %d (%s)\n", what, err, strerror(err));
 	} else {
 		printf("listening\n");
+		fflush(stdout);
+		usleep(hold_ms * 1000);
 	}
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
@@ -181,8 +184,8 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
-	if (listen && port > 0 && port < 65536)
-		return listen_mode(port);
+	if (listen && port > 0 && port < 65536 && hold_ms >= 0)
+		return listen_mode(port, hold_ms);
 	if (!remote || !key || strlen(key) > sizeof(req.key) ||
 	    len < 0 || len > 56 || port <= 0 || port > 65535 ||
 	    src_port < 0 || src_port > 65535 || hold_ms < 0 ||
