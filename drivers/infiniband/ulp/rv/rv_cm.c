@@ -50,6 +50,8 @@
  * walks it).  A port someone holds without reuseaddr (EADDRINUSE, or
  * EADDRNOTAVAIL for a wildcard holder such as rv's own listener) is
  * skipped: the next one down is tried, RV_CM_SRC_PORT_TRIES at most.
+ * EADDRNOTAVAIL also means the local address is gone (as for a failed
+ * resolution, the attempt is then retried).
  */
 #define RV_CM_SRC_PORT_MIN	960
 #define RV_CM_SRC_PORT_TRIES	8
@@ -636,9 +638,11 @@ static int rv_cm_bind_src(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		port = port > RV_CM_SRC_PORT_MIN ? port - 1 :
 		       RV_CM_PRIV_PORT_END - 1;
 	}
-	pr_warn_ratelimited("job%u conn%u qp%u: %u privileged source ports taken: %d\n",
-			    conn->job->id, conn->id, qp->index,
-			    RV_CM_SRC_PORT_TRIES, ret);
+	/* Only EADDRINUSE is sure to be about ports. */
+	if (ret == -EADDRINUSE)
+		pr_warn_ratelimited("job%u conn%u qp%u: %u privileged source ports taken\n",
+				    conn->job->id, conn->id, qp->index,
+				    RV_CM_SRC_PORT_TRIES);
 	return ret;
 }
 
@@ -647,7 +651,6 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
 {
 	struct rv_conn *conn = qp->conn;
 	struct rdma_cm_id *id;
-	u32 reason;
 	int ret;
 
 	id = rdma_create_id(&init_net, rv_cm_handler, qp, RDMA_PS_TCP,
@@ -676,18 +679,17 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
 	 * Teardown cancels this work before it takes the id: no race.  A
 	 * bound id keeps its source address and port through resolution.
 	 */
-	reason = RV_CONN_REASON_NO_RESOURCES;
 	ret = rv_cm_bind_src(qp, id);
-	if (!ret) {
-		reason = RV_CONN_REASON_UNREACHABLE;
+	if (!ret)
 		ret = rdma_resolve_addr(id, NULL,
 					(struct sockaddr *)&conn->remote,
 					RV_CM_RESOLVE_MS);
-	}
 	if (ret) {
 		mutex_lock(&conn->lock);
 		if (!conn->dead && qp->cm_id == id)
-			rv_cm_fail(qp, id, reason);
+			rv_cm_fail(qp, id, ret == -ENOMEM ?
+				   RV_CONN_REASON_NO_RESOURCES :
+				   RV_CONN_REASON_UNREACHABLE);
 		mutex_unlock(&conn->lock);
 	}
 }

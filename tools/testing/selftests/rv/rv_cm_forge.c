@@ -8,7 +8,7 @@
  *               [-n NUM_CONN] [-i QP_INDEX] [-m MAGIC] [-v VERSION]
  *               [-l PDATA_LEN] [-H HOLD_MS] [-x EXPECTED_REJECT]
  *               [-E EXPECTED_ERRNO]
- *   rv_cm_forge -L -P PORT [-H HOLD_MS] [-E EXPECTED_ERRNO]
+ *   rv_cm_forge -L -P PORT[,PORT...] [-H HOLD_MS] [-E EXPECTED_ERRNO]
  *
  * The private data follows rv's wire format (struct rv_cm_req_pdata in
  * drivers/infiniband/ulp/rv/rv_conn.h): every field may be forged.
@@ -23,9 +23,9 @@
  * EXPECTED_REJECT (any reason when -x is not given; -x 0: when it was
  * accepted), 1 otherwise (the other outcome, timeout, error).
  *
- * -L binds PORT on the IPv4 wildcard and listens, and prints "listening"
- * (then keeps the port HOLD_MS) or "bind failed: errno E (text)" /
- * "listen failed: ...".
+ * -L binds each PORT (64 at most) on the IPv4 wildcard and listens, and
+ * prints "listening" (then keeps the ports HOLD_MS) or "bind PORT failed:
+ * errno E (text)" / "listen PORT failed: ...".
  *
  * With -E, exit status 0 when a bind or listen failed with errno
  * EXPECTED_ERRNO, 1 otherwise (it succeeded, or failed otherwise).
@@ -81,34 +81,46 @@ static int failed(const char *what, int ret)
 	return err == expect_errno ? 0 : 1;
 }
 
-/* -L: listen on the IPv4 wildcard, port @port. */
-static int listen_mode(int port, int hold_ms)
+#define MAX_PORTS	64
+
+/* -L: listen on the IPv4 wildcard, on each of @n @ports. */
+static int listen_mode(const int *ports, int n, int hold_ms)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-				   .sin_port = htons(port) };
+	struct rdma_cm_id *ids[MAX_PORTS];
+	int ret = 0, err = 0, i, bound = 0;
 	const char *what = "bind";
-	struct rdma_cm_id *id;
-	int ret, err = 0;
 
 	ch = rdma_create_event_channel();
-	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
-		perror("rdma_create_id");
+	if (!ch)
 		return 1;
+	for (i = 0; i < n && !ret; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_port = htons(ports[i]) };
+
+		if (rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP)) {
+			perror("rdma_create_id");
+			return 1;
+		}
+		bound++;
+		what = "bind";
+		ret = rdma_bind_addr(ids[i], (struct sockaddr *)&sin);
+		if (!ret) {
+			what = "listen";
+			ret = rdma_listen(ids[i], 1);
+		}
+		if (ret) {
+			err = errno;
+			printf("%s %d failed: errno %d (%s)\n", what, ports[i],
+			       err, strerror(err));
+		}
 	}
-	ret = rdma_bind_addr(id, (struct sockaddr *)&sin);
 	if (!ret) {
-		what = "listen";
-		ret = rdma_listen(id, 1);
-	}
-	if (ret) {
-		err = errno;
-		printf("%s failed: errno %d (%s)\n", what, err, strerror(err));
-	} else {
 		printf("listening\n");
 		fflush(stdout);
 		usleep(hold_ms * 1000);
 	}
-	rdma_destroy_id(id);
+	for (i = 0; i < bound; i++)
+		rdma_destroy_id(ids[i]);
 	rdma_destroy_event_channel(ch);
 	if (expect_errno < 0)
 		return ret ? 1 : 0;
@@ -159,6 +171,8 @@ int main(int argc, char **argv)
 	struct sockaddr_in src = { .sin_family = AF_INET };
 	const char *remote = NULL, *key = NULL;
 	int c, expect = -1, rc = 1, port = -1, len = sizeof(req);
+	int ports[MAX_PORTS], nports = 0;
+	char *tok, *save;
 	int src_port = 0, hold_ms = 0;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
@@ -168,7 +182,13 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "r:P:k:b:u:n:i:m:v:l:H:x:E:L")) != -1) {
 		switch (c) {
 		case 'r': remote = optarg; break;
-		case 'P': port = atoi(optarg); break;
+		case 'P':
+			for (tok = strtok_r(optarg, ",", &save);
+			     tok && nports < MAX_PORTS;
+			     tok = strtok_r(NULL, ",", &save))
+				ports[nports++] = atoi(tok);
+			port = nports ? ports[0] : -1;
+			break;
 		case 'b': src_port = atoi(optarg); break;
 		case 'H': hold_ms = atoi(optarg); break;
 		case 'E': expect_errno = atoi(optarg); break;
@@ -185,7 +205,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (listen && port > 0 && port < 65536 && hold_ms >= 0)
-		return listen_mode(port, hold_ms);
+		return listen_mode(ports, nports, hold_ms);
 	if (!remote || !key || strlen(key) > sizeof(req.key) ||
 	    len < 0 || len > 56 || port <= 0 || port > 65535 ||
 	    src_port < 0 || src_port > 65535 || hold_ms < 0 ||

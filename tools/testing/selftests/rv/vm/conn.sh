@@ -315,6 +315,65 @@ privports() {
 	stop_all "$pid" $ipid
 }
 
+# rv's client ids on this node: their source ports (cm_port aside).
+rv_client_ports() {
+	rdma res show cm_id 2>/dev/null | grep 'comm \[rv\]' |
+		sed -n 's/.* src-addr [^ ]*:\([0-9]*\).*/\1/p' |
+		grep -vx "$cmport"
+}
+
+no_rv_client_ids() {
+	[[ -z $(rv_client_ports) ]]
+}
+
+# PORT...: each one of the free ports of srcports (960..1022, multiple of 8).
+free_ports_only() {
+	local p
+	(($#)) || return 1
+	for p; do
+		((p >= 960 && p <= 1022 && p % 8 == 0)) || return 1
+	done
+}
+
+# A client's source ports are privileged (960..1023, cm_port aside) and
+# shared by all of rv's ids; a port someone holds is skipped.  Root on
+# node0 (the client) listens on 55 of them, all but the multiples of 8,
+# so every QP's first port is taken unless it is one of those and its
+# next free one is at most 7 down: a job of 16 QPs still connects, and
+# its ids use free ports only.
+srcports() {
+	local key="q$run" peer pid sst=$work/src sq=$work/squat p list="" sqpid
+	local ports
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-src || true
+	if [[ $me -eq 0 ]]; then
+		rv_wait_until 30 no_rv_client_ids
+		for ((p = 960; p < 1023; p++)); do
+			((p % 8)) && list+="${list:+,}$p"
+		done
+		"$T/rv_cm_forge" -L -P "$list" -H 120000 >"$sq" 2>&1 &
+		sqpid=$!
+		rv_wait_until 10 grep -qs '^listening' "$sq"
+		sed 's/^/# /' "$sq"
+		tap_run src-squatter-holds-55-ports grep -q '^listening' "$sq"
+	fi
+	barrier src-squatted || true
+	$CT -k "$key" -n 16 -t 60000 -s "$sst" "$peer" 2>"$sst.err" &
+	pid=$!
+	wait_status "$sst"
+	tap_run src-connected-around-squatter all_ok "$sst"
+	if [[ $me -eq 0 ]]; then
+		ports=$(rv_client_ports | sort -n | uniq -c | awk '{ printf "%s(x%s) ", $2, $1 }')
+		tap_diag "node0: rv client source ports: $ports"
+		# shellcheck disable=SC2046 # one word per port
+		tap_run src-free-ports-only free_ports_only $(rv_client_ports)
+		kill "$sqpid" 2>/dev/null
+		wait "$sqpid" 2>/dev/null
+	fi
+	barrier src-end || true
+	stop_all "$pid"
+}
+
 # The server side goes away and comes back: the client reconnects within
 # its timeout and the generation advances.
 reconnect() {
@@ -569,6 +628,7 @@ pair)
 	order order-node0-late 0
 	isolation
 	privports
+	srcports
 	reconnect
 	churn
 	failures
