@@ -97,7 +97,8 @@ enum {
  * @default_slot_bits: out: slot_bits used when ATTACH passes 0
  * @default_ring_entries: out: ring_entries used when ATTACH passes 0
  * @default_mr_cache_bytes: out: MR cache limit used when ATTACH passes 0
- * @cm_port: out: port rv's rdma_cm listener uses (module parameter cm_port)
+ * @cm_port: out: port rv's rdma_cm listener uses (module parameter cm_port,
+ *	a privileged port: 1..1023)
  * @conn_wqe_budget: out: send (and receive) queue entries per remote node,
  *	split between a connection's QPs (module parameter conn_wqe_budget)
  * @conn_timeout_ms: out: establishment timeout CONN_CONNECT uses when it
@@ -568,7 +569,9 @@ struct rv_event {
  * each node pair the node with the lower address is the client (it sends
  * the connection requests) for every QP, the other is the server (its
  * listener on the module's cm_port accepts them).  Both sides may create
- * and connect in any order; the client retries until its timeout.
+ * and connect in any order; the client retries until its timeout.  Peers
+ * are rv instances, vouched for by their kernel: requests come from and go
+ * to privileged ports only (see "Security model" in rv(7)).
  *
  * Handles are per file, small integers from 1; closing the file drops
  * them.  A connection lives while any handle of any process holds it.
@@ -638,7 +641,8 @@ struct rv_event {
  *	file; never 0
  * @addr: in: the remote node as a struct sockaddr_in or sockaddr_in6 (its
  *	address on the RDMA network, as rdma_cm resolves it); a port of 0
- *	means the module's cm_port; bytes past @addr_len must be 0
+ *	means the module's cm_port, others must be privileged (below 1024:
+ *	rv listens on no other); bytes past @addr_len must be 0
  * @conn_id: out: names the connection node-wide; every process of the job
  *	that creates a connection to the same address gets the same @conn_id
  * @num_conn: out: RC QPs of the connection (the job's num_conn)
@@ -655,11 +659,11 @@ struct rv_event {
  *  EINVAL        @addr_len does not match the family; a byte past
  *                @addr_len is not 0; the address is a wildcard, multicast
  *                or broadcast address, or the job's own address; its
- *                family differs from the job's GID's
+ *                family differs from the job's GID's; the port is 1024
+ *                or above
  *  EAFNOSUPPORT  the family is neither AF_INET nor AF_INET6
  *  ENODEV        the device was removed
  *  ENOSPC        the file already holds 65535 connection handles
- *  EADDRINUSE    rv's listener could not bind cm_port
  *  EADDRNOTAVAIL the job's GID entry no longer exists (its address went
  *                away)
  *  EDQUOT        the job has no connection to @addr yet and the jobs of

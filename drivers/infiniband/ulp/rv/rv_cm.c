@@ -10,8 +10,9 @@
  * without talking.  The client's QP work creates an rdma_cm id, resolves
  * address and route, creates the QP, posts the receives and sends a
  * request carrying struct rv_cm_req_pdata; the server's listener accepts
- * it only for an existing connection of the same job (uid, key, device,
- * port) to the requesting address whose QP of that index is free.
+ * it only from a privileged source port (rv_cm_src_privileged()), and only
+ * for an existing connection of the same job (uid, key, device, port) to
+ * the requesting address whose QP of that index is free.
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -33,6 +34,21 @@
 #define RV_CM_ATTEMPT_MS	5000
 /* Pause between a client's failed attempt and the next. */
 #define RV_CM_RETRY_MS		250
+/*
+ * A client's source ports: privileged (the server refuses others), so the
+ * bind needs CAP_NET_BIND_SERVICE and runs in rv_cm_wq's kworkers, never
+ * in a user's ioctl.  Every rv id binds with reuseaddr, which rdma_cm's
+ * cma_check_port() lets share a port with any other reuseaddr id, so all
+ * of rv's QPs, to any number of peers, fit in these ports; they are
+ * spread over the range only to keep each port's bind list short (binding
+ * walks it).  A port someone holds without reuseaddr (EADDRINUSE, or
+ * EADDRNOTAVAIL for a wildcard holder such as rv's own listener) is
+ * skipped: the next one down is tried, RV_CM_SRC_PORT_TRIES at most.
+ * EADDRNOTAVAIL also means the local address is gone (as for a failed
+ * resolution, the attempt is then retried).
+ */
+#define RV_CM_SRC_PORT_MIN	960
+#define RV_CM_SRC_PORT_TRIES	8
 
 /* Protects rv_conns (and each job's conns list, see struct rv_conn). */
 DEFINE_MUTEX(rv_conn_list_lock);
@@ -43,7 +59,7 @@ static struct {
 	atomic64_t requests;
 	atomic64_t accepted;
 	atomic64_t rejected;
-	atomic64_t rej[RV_CM_REJ_MISMATCH + 1];
+	atomic64_t rej[RV_CM_REJ_MAX + 1];
 } rv_cm_stats;
 
 static const char * const rv_cm_rej_names[] = {
@@ -52,6 +68,7 @@ static const char * const rv_cm_rej_names[] = {
 	[RV_CM_REJ_NO_RESOURCES] = "no_resources",
 	[RV_CM_REJ_BAD_REQUEST] = "bad_request",
 	[RV_CM_REJ_MISMATCH] = "mismatch",
+	[RV_CM_REJ_UNPRIVILEGED] = "unprivileged",
 };
 
 /* Queue the QP's work after @delay jiffies; caller holds conn->lock. */
@@ -284,6 +301,8 @@ static u32 rv_cm_rej_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RV_CM_REJ_NO_RESOURCES:
 		return RV_CONN_REASON_NO_RESOURCES;
 	case RV_CM_REJ_BAD_REQUEST:
+	/* Only a peer whose port is not privileged: not rv. */
+	case RV_CM_REJ_UNPRIVILEGED:
 		return RV_CONN_REASON_BAD_REQUEST;
 	case RV_CM_REJ_MISMATCH:
 		return RV_CONN_REASON_MISMATCH;
@@ -513,6 +532,30 @@ out_unlock_list:
 	return rej;
 }
 
+/*
+ * Whether the request on @id came from a privileged port of its node,
+ * which only that node's kernel (rv) could bind: the requester's port is
+ * the child id's destination port.
+ */
+static bool rv_cm_src_privileged(const struct rdma_cm_id *id)
+{
+	const struct sockaddr_storage *ss = &id->route.addr.dst_addr;
+	u16 port;
+
+	switch (ss->ss_family) {
+	case AF_INET:
+		port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+		break;
+	case AF_INET6:
+		port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+		break;
+	default:
+		return false;
+	}
+	/* Port 0 cannot be bound: only a forged header carries it. */
+	return port && port < RV_CM_PRIV_PORT_END;
+}
+
 /* A connection request on the listener; @id is the new child id. */
 static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -524,7 +567,11 @@ static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	int reason;
 
 	atomic64_inc(&rv_cm_stats.requests);
-	reason = rv_cm_check_req(req, ev->param.conn.private_data_len);
+	/* Before anything else: a user's request says nothing rv trusts. */
+	if (!rv_cm_src_privileged(id))
+		reason = RV_CM_REJ_UNPRIVILEGED;
+	else
+		reason = rv_cm_check_req(req, ev->param.conn.private_data_len);
 	if (!reason)
 		reason = rv_cm_accept(id, req);
 	trace_rv_cm_request(id->device->index, id->port_num, reason);
@@ -553,6 +600,44 @@ int rv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (qp)
 		rv_cm_qp_event(qp, id, ev);
 	return 0;
+}
+
+/*
+ * Bind a client id to the connection's local address and a privileged
+ * port (see RV_CM_SRC_PORT_MIN).  The first port tried depends on the
+ * connection and QP, which spreads the ids over the range.  From the
+ * QP's work only: rdma_cm checks the capability of current, a kworker.
+ */
+static int rv_cm_bind_src(struct rv_conn_qp *qp, struct rdma_cm_id *id)
+{
+	const u32 nports = RV_CM_PRIV_PORT_END - RV_CM_SRC_PORT_MIN;
+	struct rv_conn *conn = qp->conn;
+	struct sockaddr_storage src = conn->local;
+	u32 i, port;
+	int ret;
+
+	ret = rdma_set_reuseaddr(id, 1);
+	if (ret)
+		return ret;
+	port = RV_CM_SRC_PORT_MIN +
+	       (conn->id * RV_MAX_CONN_PER_NODE + qp->index) % nports;
+	for (i = 0; i < RV_CM_SRC_PORT_TRIES; i++) {
+		if (port != rv_cm_port) {
+			/* sin_port and sin6_port are at the same offset */
+			((struct sockaddr_in *)&src)->sin_port = htons(port);
+			ret = rdma_bind_addr(id, (struct sockaddr *)&src);
+			if (ret != -EADDRINUSE && ret != -EADDRNOTAVAIL)
+				return ret;
+		}
+		port = port > RV_CM_SRC_PORT_MIN ? port - 1 :
+		       RV_CM_PRIV_PORT_END - 1;
+	}
+	/* Only EADDRINUSE is sure to be about ports. */
+	if (ret == -EADDRINUSE)
+		pr_warn_ratelimited("job%u conn%u qp%u: %u privileged source ports taken\n",
+				    conn->job->id, conn->id, qp->index,
+				    RV_CM_SRC_PORT_TRIES);
+	return ret;
 }
 
 /* A client attempt: a new id, then address resolution.  From the work. */
@@ -584,14 +669,21 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
 			   msecs_to_jiffies(RV_CM_ATTEMPT_MS)));
 	mutex_unlock(&conn->lock);
 
-	/* Teardown cancels this work before it takes the id: no race. */
-	ret = rdma_resolve_addr(id, (struct sockaddr *)&conn->local,
-				(struct sockaddr *)&conn->remote,
-				RV_CM_RESOLVE_MS);
+	/*
+	 * Teardown cancels this work before it takes the id: no race.  A
+	 * bound id keeps its source address and port through resolution.
+	 */
+	ret = rv_cm_bind_src(qp, id);
+	if (!ret)
+		ret = rdma_resolve_addr(id, NULL,
+					(struct sockaddr *)&conn->remote,
+					RV_CM_RESOLVE_MS);
 	if (ret) {
 		mutex_lock(&conn->lock);
 		if (!conn->dead && qp->cm_id == id)
-			rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
+			rv_cm_fail(qp, id, ret == -ENOMEM ?
+				   RV_CONN_REASON_NO_RESOURCES :
+				   RV_CONN_REASON_UNREACHABLE);
 		mutex_unlock(&conn->lock);
 	}
 }

@@ -12,9 +12,18 @@
 #include <linux/module.h>
 #include <linux/seq_file.h>
 
-unsigned int rv_cm_port = 18550;
+/*
+ * A privileged port (see RV_CM_PRIV_PORT_END), the highest one.  The
+ * number only has to be free in rdma_cm's own port space on the node: on
+ * IB and RoCE it travels in the CM's private data, never as a TCP or UDP
+ * port on the wire (RoCE v2 is UDP 4791), so IANA's assignments of
+ * system ports do not apply, and no rdma_cm service uses system ports
+ * (NFS/RDMA 20049, iSER 3260, NVMe-oF 4420, SMB Direct 5445, RDS 18634).
+ * rv's clients send from the ports just below it (RV_CM_SRC_PORT_MIN).
+ */
+unsigned int rv_cm_port = 1023;
 module_param_named(cm_port, rv_cm_port, uint, 0444);
-MODULE_PARM_DESC(cm_port, "Port of rv's rdma_cm listener and default remote port (1..65535, default 18550)");
+MODULE_PARM_DESC(cm_port, "Privileged port of rv's rdma_cm listener and default remote port (1..1023, default 1023)");
 
 unsigned int rv_conn_wqe_budget = 1024;
 module_param_named(conn_wqe_budget, rv_conn_wqe_budget, uint, 0444);
@@ -43,8 +52,7 @@ unsigned int rv_drain_timeout_ms = 5000;
 module_param_named(drain_timeout_ms, rv_drain_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(drain_timeout_ms, "Longest wait for a QP's flushed work requests before it is destroyed, per queue, in ms (0..60000, 0 = none (tests), default 5000)");
 
-/* Protects rv_cm_listen_ids; held only to create or destroy them. */
-static DEFINE_MUTEX(rv_cm_listen_lock);
+/* Set up by rv_cm_init(), destroyed by rv_cm_exit(); no lock needed. */
 static struct rdma_cm_id *rv_cm_listen_ids[2];
 
 /* Runs every QP's work: attempts, retries, timeouts, id destruction. */
@@ -86,32 +94,24 @@ out_destroy_id:
 	return ERR_PTR(ret);
 }
 
-/**
- * rv_cm_listen - make sure rv listens on cm_port
- *
- * One wildcard listener per address family serves every device and job;
- * created by the first CONN_CREATE, destroyed at module unload.  A failed
- * IPv6 listener (IPv6 disabled) only loses IPv6.
- *
- * Return: 0, -ENOMEM, or -EADDRINUSE when the IPv4 listener cannot be
- * set up on cm_port.
+/*
+ * Listen on cm_port from module load to unload, so that no user can take
+ * the port first and receive the requests meant for rv.  One wildcard
+ * listener per address family serves every device and job, present and
+ * future: rdma_cm keeps wildcard listeners on its listen_any_list and
+ * starts listening on each device it adds later (cma_add_one()), and
+ * device removal takes only that device's part.  A failed IPv6 listener
+ * (IPv6 disabled) only loses IPv6.
  */
-int rv_cm_listen(void)
+static int rv_cm_listen(void)
 {
 	struct rdma_cm_id *id;
-	int ret = 0;
 
-	mutex_lock(&rv_cm_listen_lock);
-	if (rv_cm_listen_ids[0])
-		goto out_unlock;
 	id = rv_cm_listen_one(AF_INET);
 	if (IS_ERR(id)) {
-		ret = PTR_ERR(id);
-		pr_info("cannot listen on port %u: %d\n", rv_cm_port, ret);
-		/* The uAPI promises EADDRINUSE for "cannot bind cm_port". */
-		if (ret != -ENOMEM)
-			ret = -EADDRINUSE;
-		goto out_unlock;
+		pr_err("cannot listen on cm_port %u: %ld\n", rv_cm_port,
+		       PTR_ERR(id));
+		return PTR_ERR(id);
 	}
 	rv_cm_listen_ids[0] = id;
 	id = rv_cm_listen_one(AF_INET6);
@@ -120,17 +120,33 @@ int rv_cm_listen(void)
 			PTR_ERR(id));
 	else
 		rv_cm_listen_ids[1] = id;
-out_unlock:
-	mutex_unlock(&rv_cm_listen_lock);
-	return ret;
+	return 0;
+}
+
+static void rv_cm_unlisten(void)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(rv_cm_listen_ids); i++) {
+		if (rv_cm_listen_ids[i])
+			rdma_destroy_id(rv_cm_listen_ids[i]);
+		rv_cm_listen_ids[i] = NULL;
+	}
 }
 
 DEFINE_SHOW_ATTRIBUTE(rv_cm_stats);
 
 int rv_cm_init(void)
 {
-	if (!rv_cm_port || rv_cm_port > 65535) {
-		pr_err("cm_port=%u out of range 1..65535\n", rv_cm_port);
+	int ret;
+
+	/*
+	 * No opt-out: a port a user can bind lets any user of the fabric
+	 * pose as rv (see "Security model" in rv(7)).
+	 */
+	if (!rv_cm_port || rv_cm_port >= RV_CM_PRIV_PORT_END) {
+		pr_err("cm_port=%u is not a privileged port (1..%u): any user could take it\n",
+		       rv_cm_port, RV_CM_PRIV_PORT_END - 1);
 		return -EINVAL;
 	}
 	if (rv_conn_wqe_budget < RV_MAX_CONN_PER_NODE || rv_conn_wqe_budget > 16384) {
@@ -156,25 +172,27 @@ int rv_cm_init(void)
 		return -EINVAL;
 	}
 
+	/* The listener's handler uses it: it exists first. */
 	rv_cm_wq = alloc_workqueue("rv_cm", 0, 0);
 	if (!rv_cm_wq)
 		return -ENOMEM;
+	ret = rv_cm_listen();
+	if (ret)
+		goto out_destroy_wq;
 	rv_debugfs = debugfs_create_dir("rv", NULL);
 	debugfs_create_file("cm_stats", 0444, rv_debugfs, NULL,
 			    &rv_cm_stats_fops);
 	return 0;
+
+out_destroy_wq:
+	destroy_workqueue(rv_cm_wq);
+	return ret;
 }
 
 /* Module unload: no file is open, so no connection is left. */
 void rv_cm_exit(void)
 {
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(rv_cm_listen_ids); i++) {
-		if (rv_cm_listen_ids[i])
-			rdma_destroy_id(rv_cm_listen_ids[i]);
-		rv_cm_listen_ids[i] = NULL;
-	}
+	rv_cm_unlisten();
 	debugfs_remove_recursive(rv_debugfs);
 	destroy_workqueue(rv_cm_wq);
 }

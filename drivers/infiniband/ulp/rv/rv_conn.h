@@ -18,7 +18,6 @@
  * Lock order additions (see rv.h for the rest):
  *
  *   rv_file.lock
- *     rv_cm_listen_lock                 (listener creation only)
  *     (the device's read section)
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
@@ -62,6 +61,15 @@ extern unsigned int rv_drain_timeout_ms;
  * with an error; RNR retries stay unlimited (the peer reposts receives).
  */
 #define RV_CM_RETRY_COUNT	6
+
+/*
+ * Ports below this are privileged for rdma_cm: cma_use_port() lets only
+ * CAP_NET_BIND_SERVICE bind them (its PROT_SOCK, whatever
+ * net.ipv4.ip_unprivileged_port_start says).  rv listens on one and its
+ * clients send from one, so a peer's request from such a port comes from
+ * its kernel (rv), not from a user (see "Security model" in rv(7)).
+ */
+#define RV_CM_PRIV_PORT_END	1024
 
 /* Most handles one file may hold (ENOSPC beyond). */
 #define RV_CONN_MAX_HANDLES	65535
@@ -317,6 +325,8 @@ enum {
 	RV_CM_REJ_NO_RESOURCES = 3,	/* retryable: QP creation failed */
 	RV_CM_REJ_BAD_REQUEST = 4,	/* fatal: invalid private data */
 	RV_CM_REJ_MISMATCH = 5,		/* fatal: num_conn differs */
+	RV_CM_REJ_UNPRIVILEGED = 6,	/* fatal: source port >= 1024 */
+	RV_CM_REJ_MAX = RV_CM_REJ_UNPRIVILEGED,
 };
 
 /**
@@ -393,7 +403,6 @@ int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 /* rv_cm_listen.c */
 int rv_cm_init(void);
 void rv_cm_exit(void);
-int rv_cm_listen(void);
 void rv_cm_qp_init(struct rv_conn_qp *qp);
 void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay);
 void rv_cm_destroy_id(struct rdma_cm_id *id);

@@ -9,7 +9,11 @@
 #include <linux/inet.h>
 #include <net/ipv6.h>
 
-/* Validate CONN_CREATE's address; the port defaults to cm_port. */
+/*
+ * Validate CONN_CREATE's address; the port defaults to cm_port.  A port a
+ * user can listen on (>= RV_CM_PRIV_PORT_END) is refused: rv listens only
+ * on a privileged one, so whoever answers there is not rv.
+ */
 static int rv_conn_parse_addr(const struct rv_conn_create *cmd,
 			      struct sockaddr_storage *ss)
 {
@@ -36,6 +40,8 @@ static int rv_conn_parse_addr(const struct rv_conn_create *cmd,
 			return -EINVAL;
 		if (!sin->sin_port)
 			sin->sin_port = htons(rv_cm_port);
+		if (ntohs(sin->sin_port) >= RV_CM_PRIV_PORT_END)
+			return -EINVAL;
 		return 0;
 	case AF_INET6:
 		if (cmd->addr_len != sizeof(*sin6))
@@ -46,6 +52,8 @@ static int rv_conn_parse_addr(const struct rv_conn_create *cmd,
 			return -EINVAL;
 		if (!sin6->sin6_port)
 			sin6->sin6_port = htons(rv_cm_port);
+		if (ntohs(sin6->sin6_port) >= RV_CM_PRIV_PORT_END)
+			return -EINVAL;
 		return 0;
 	default:
 		return -EAFNOSUPPORT;
@@ -92,9 +100,6 @@ int rv_cmd_conn_create(struct rv_file *rf, const struct rv_ucmd *ucmd,
 
 	mutex_lock(&rf->lock);
 	ret = rv_file_check_owner(rf);
-	if (ret)
-		goto out_unlock;
-	ret = rv_cm_listen();
 	if (ret)
 		goto out_unlock;
 

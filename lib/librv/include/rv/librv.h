@@ -320,7 +320,8 @@ uint64_t rv_ring_overflows(const struct rv *rv);
  * rv_conn_create() - a handle to the job's connection to a remote node
  * @rv: handle from rv_open(), attached
  * @addr: the remote node: a struct sockaddr_in or sockaddr_in6 whose
- *	family matches the job's GID; port 0 means rv's cm_port
+ *	family matches the job's GID; port 0 means rv's cm_port, others
+ *	must be below 1024
  * @addrlen: sizeof(struct sockaddr_in) or sizeof(struct sockaddr_in6)
  * @c: NULL, or filled in with the kernel's answer (@conn_id, @num_conn,
  *	@send_depth, @recv_depth, @handle)
@@ -331,15 +332,14 @@ uint64_t rv_ring_overflows(const struct rv *rv);
  * Return: the handle (> 0), or
  *  -EINVAL        @addr NULL, @addrlen wrong for the family or above
  *                 RV_CONN_ADDR_MAX, a wildcard/multicast/broadcast address,
- *                 this node's own address, or a family that differs from
- *                 the job's GID's
+ *                 this node's own address, a family that differs from
+ *                 the job's GID's, or a port of 1024 or above
  *  -EAFNOSUPPORT  neither AF_INET nor AF_INET6
  *  -ENOTCONN      @rv is not attached
  *  -EPERM         used from another process than the one that attached
  *  -ENODEV        the device was removed
  *  -ENOSPC        the file already holds 65535 connection handles (the
  *                 most one file may have)
- *  -EADDRINUSE    rv's listener could not bind its port
  *  -EADDRNOTAVAIL the job's GID entry no longer exists
  *  -ENOMEM        out of kernel memory
  *  -EDQUOT        the connection is new and the jobs of the caller's uid

@@ -1,23 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * rv_cm_forge - send one hand-made connection request to rv's listener
- * from user space (librdmacm) and report how it was answered.
+ * from user space (librdmacm) and report how it was answered; or try to
+ * listen on rv's port.
  *
- *   rv_cm_forge -r REMOTE_IP [-P PORT] -k KEY [-u UID] [-n NUM_CONN]
- *               [-i QP_INDEX] [-m MAGIC] [-v VERSION] [-l PDATA_LEN]
- *               [-x EXPECTED_REJECT]
+ *   rv_cm_forge -r REMOTE_IP -P PORT -k KEY [-b SRC_PORT] [-u UID]
+ *               [-n NUM_CONN] [-i QP_INDEX] [-m MAGIC] [-v VERSION]
+ *               [-l PDATA_LEN] [-H HOLD_MS] [-x EXPECTED_REJECT]
+ *               [-E EXPECTED_ERRNO]
+ *   rv_cm_forge -L -P PORT[,PORT...] [-H HOLD_MS] [-E EXPECTED_ERRNO]
  *
  * The private data follows rv's wire format (struct rv_cm_req_pdata in
  * drivers/infiniband/ulp/rv/rv_conn.h): every field may be forged.
+ * -b binds the request's source port first (below 1024 only with
+ * CAP_NET_BIND_SERVICE: rdma_cm's rule, which rv's server relies on).
  * Prints "rejected status S reason R" (R is rv's RV_CM_REJ_* from the
- * reject's private data, 0 if none) or "established".  Exit status 0 when
- * the request was rejected with reason EXPECTED_REJECT (any reason when
- * -x is not given), 1 otherwise (accepted, timeout, error).
+ * reject's private data, 0 if none), "established", or with -H "accepted,
+ * holding": the request carries a QP number but no QP is created, so
+ * nothing answers the accept; the server's QP stays connecting (no RTU)
+ * for HOLD_MS, then the id is destroyed (ib_cm rejects the accept).
+ * Exit status 0 when the request was rejected with reason
+ * EXPECTED_REJECT (any reason when -x is not given; -x 0: when it was
+ * accepted), 1 otherwise (the other outcome, timeout, error).
+ *
+ * -L binds each PORT (64 at most) on the IPv4 wildcard and listens, and
+ * prints "listening" (then keeps the ports HOLD_MS) or "bind PORT failed:
+ * errno E (text)" / "listen PORT failed: ...".
+ *
+ * With -E, exit status 0 when a bind or listen failed with errno
+ * EXPECTED_ERRNO, 1 otherwise (it succeeded, or failed otherwise).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +62,70 @@ struct rej_pdata {
 };
 
 static struct rdma_event_channel *ch;
+static int expect_errno = -1;
+
+/*
+ * -b's bind returned @ret: the exit status, or -1 to go on (it succeeded
+ * and no failure was expected).
+ */
+static int failed(const char *what, int ret)
+{
+	int err = ret ? errno : 0;
+
+	if (ret)
+		printf("%s failed: errno %d (%s)\n", what, err, strerror(err));
+	else
+		printf("%s succeeded\n", what);
+	if (expect_errno < 0)
+		return ret ? 1 : -1;
+	return err == expect_errno ? 0 : 1;
+}
+
+#define MAX_PORTS	64
+
+/* -L: listen on the IPv4 wildcard, on each of @n @ports. */
+static int listen_mode(const int *ports, int n, int hold_ms)
+{
+	struct rdma_cm_id *ids[MAX_PORTS];
+	int ret = 0, err = 0, i, bound = 0;
+	const char *what = "bind";
+
+	ch = rdma_create_event_channel();
+	if (!ch)
+		return 1;
+	for (i = 0; i < n && !ret; i++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_port = htons(ports[i]) };
+
+		if (rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP)) {
+			perror("rdma_create_id");
+			return 1;
+		}
+		bound++;
+		what = "bind";
+		ret = rdma_bind_addr(ids[i], (struct sockaddr *)&sin);
+		if (!ret) {
+			what = "listen";
+			ret = rdma_listen(ids[i], 1);
+		}
+		if (ret) {
+			err = errno;
+			printf("%s %d failed: errno %d (%s)\n", what, ports[i],
+			       err, strerror(err));
+		}
+	}
+	if (!ret) {
+		printf("listening\n");
+		fflush(stdout);
+		usleep(hold_ms * 1000);
+	}
+	for (i = 0; i < bound; i++)
+		rdma_destroy_id(ids[i]);
+	rdma_destroy_event_channel(ch);
+	if (expect_errno < 0)
+		return ret ? 1 : 0;
+	return ret && err == expect_errno ? 0 : 1;
+}
 
 /* Next event, which must be @want; 10 s at most. */
 static int get_event(enum rdma_cm_event_type want, struct rdma_cm_event **evp)
@@ -62,7 +143,8 @@ static int get_event(enum rdma_cm_event_type want, struct rdma_cm_event **evp)
 	}
 	if ((*evp)->event != want) {
 		if ((*evp)->event != RDMA_CM_EVENT_REJECTED &&
-		    (*evp)->event != RDMA_CM_EVENT_ESTABLISHED)
+		    (*evp)->event != RDMA_CM_EVENT_ESTABLISHED &&
+		    (*evp)->event != RDMA_CM_EVENT_CONNECT_RESPONSE)
 			fprintf(stderr, "got %s (status %d), wanted %s\n",
 				rdma_event_str((*evp)->event),
 				(*evp)->status, rdma_event_str(want));
@@ -86,16 +168,31 @@ int main(int argc, char **argv)
 		.qp_type = IBV_QPT_RC,
 	};
 	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct sockaddr_in src = { .sin_family = AF_INET };
 	const char *remote = NULL, *key = NULL;
-	int c, expect = -1, rc = 1, port = 18550, len = sizeof(req);
+	int c, expect = -1, rc = 1, port = -1, len = sizeof(req);
+	int ports[MAX_PORTS], nports = 0;
+	char *tok, *save;
+	int src_port = 0, hold_ms = 0;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq = NULL;
+	bool listen = false;
 
-	while ((c = getopt(argc, argv, "r:P:k:u:n:i:m:v:l:x:")) != -1) {
+	while ((c = getopt(argc, argv, "r:P:k:b:u:n:i:m:v:l:H:x:E:L")) != -1) {
 		switch (c) {
 		case 'r': remote = optarg; break;
-		case 'P': port = atoi(optarg); break;
+		case 'P':
+			for (tok = strtok_r(optarg, ",", &save);
+			     tok && nports < MAX_PORTS;
+			     tok = strtok_r(NULL, ",", &save))
+				ports[nports++] = atoi(tok);
+			port = nports ? ports[0] : -1;
+			break;
+		case 'b': src_port = atoi(optarg); break;
+		case 'H': hold_ms = atoi(optarg); break;
+		case 'E': expect_errno = atoi(optarg); break;
+		case 'L': listen = true; break;
 		case 'k': key = optarg; break;
 		case 'u': req.uid = htonl(strtoul(optarg, NULL, 0)); break;
 		case 'n': req.num_conn = htons(atoi(optarg)); break;
@@ -107,8 +204,11 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	if (listen && port > 0 && port < 65536 && hold_ms >= 0)
+		return listen_mode(ports, nports, hold_ms);
 	if (!remote || !key || strlen(key) > sizeof(req.key) ||
-	    len < 0 || len > 56 ||
+	    len < 0 || len > 56 || port <= 0 || port > 65535 ||
+	    src_port < 0 || src_port > 65535 || hold_ms < 0 ||
 	    inet_pton(AF_INET, remote, &dst.sin_addr) != 1) {
 		fprintf(stderr, "usage: see the comment at the top of %s\n",
 			__FILE__);
@@ -123,6 +223,13 @@ int main(int argc, char **argv)
 		perror("rdma_create_id");
 		return 1;
 	}
+	if (src_port) {
+		src.sin_port = htons(src_port);
+		rc = failed("bind", rdma_bind_addr(id, (struct sockaddr *)&src));
+		if (rc >= 0)
+			return rc;
+		rc = 1;
+	}
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) ||
 	    get_event(RDMA_CM_EVENT_ADDR_RESOLVED, &ev))
 		return 1;
@@ -132,12 +239,17 @@ int main(int argc, char **argv)
 		return 1;
 	rdma_ack_cm_event(ev);
 
-	cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
-	qpa.send_cq = cq;
-	qpa.recv_cq = cq;
-	if (!cq || rdma_create_qp(id, NULL, &qpa)) {
-		perror("create qp");
-		return 1;
+	if (hold_ms) {
+		/* No QP: librdmacm leaves the RTU to rdma_establish(). */
+		param.qp_num = 0x4242;
+	} else {
+		cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+		qpa.send_cq = cq;
+		qpa.recv_cq = cq;
+		if (!cq || rdma_create_qp(id, NULL, &qpa)) {
+			perror("create qp");
+			return 1;
+		}
 	}
 	param.private_data = &req;
 	param.private_data_len = len;
@@ -155,13 +267,22 @@ int main(int argc, char **argv)
 		    ntohl(rej->magic) == 0x5256434d)
 			reason = ntohs(rej->reason);
 		printf("rejected status %d reason %d\n", ev->status, reason);
-		rc = expect < 0 || expect == reason ? 0 : 1;
+		rc = expect < 0 || (expect && expect == reason) ? 0 : 1;
+	} else if (ev->event == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+		printf("accepted, holding %d ms\n", hold_ms);
+		fflush(stdout);
+		usleep(hold_ms * 1000);
+		rc = expect == 0 ? 0 : 1;
 	} else {
 		printf("%s\n", rdma_event_str(ev->event));
+		if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+			rc = expect == 0 ? 0 : 1;
 	}
 	rdma_ack_cm_event(ev);
-	rdma_destroy_qp(id);
-	ibv_destroy_cq(cq);
+	if (cq) {
+		rdma_destroy_qp(id);
+		ibv_destroy_cq(cq);
+	}
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	return rc;

@@ -9,6 +9,11 @@
 #  - an attached file owns a kernel PD ("comm [rv]" in rdma resource); none
 #    is left once every file is closed, nor after unload
 #  - 5 load/attach/unload cycles
+#  - rv's rdma_cm port (cm_port): a load with cm_port >= 1024 or 0 is
+#    refused; while rv is loaded root cannot listen on it, once unloaded
+#    it can, and a load while someone holds it fails; after rv was loaded
+#    with no device, the device created afterwards gets rv's listener (a
+#    request from an unprivileged port is rejected by rv, UNPRIVILEGED)
 #
 # Environment: RV_KO (default drivers/infiniband/ulp/rv/rv.ko in the repo),
 # RV_IBDEV (default rxe0).  Leaves rv loaded if it was loaded at start.
@@ -22,6 +27,7 @@ RV_KO=${RV_KO:-$repo/drivers/infiniband/ulp/rv/rv.ko}
 RV_IBDEV=${RV_IBDEV:-rxe0}
 export RV_IBDEV
 HOLD=$here/rv_hold
+FORGE=$here/rv_cm_forge
 KSFT_SKIP=4
 
 n=0
@@ -163,6 +169,49 @@ rv_mrs_are() {
 	[ "$n" = "$1" ]
 }
 
+# insmod with PARAM=VALUE... must fail and leave rv unloaded.
+load_refused() {
+	local out
+
+	# shellcheck disable=SC2086 # RV_KO_ARGS: blank-separated parameters
+	if out=$(insmod "$RV_KO" ${RV_KO_ARGS:-} "$@" 2>&1); then
+		echo "# insmod $* succeeded"
+		rmmod rv
+		return 1
+	fi
+	echo "$out" | diag
+	! loaded
+}
+
+# rv_cm_forge ARGS..., its output as diagnostics.
+forge() {
+	"$FORGE" "$@" 2>&1 | diag
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
+# The kernel log says PATTERN (grep -E).
+logged() {
+	dmesg | tail -50 | grep -E "$1" | tail -1 | diag
+	dmesg | tail -50 | grep -qE "$1"
+}
+
+# A request to this node's own address from an unprivileged port (uid
+# 65534, the port rdma_cm picks) is answered by rv's listener with its
+# reject UNPRIVILEGED (6); "no listener" would be another reject.
+listener_serves() {
+	local ip i
+
+	ip=$(ip -4 -o addr show dev "$netdev" | awk '{ sub("/.*", "", $4); print $4; exit }')
+	[ -n "$ip" ] || { echo "# no IPv4 address on $netdev"; return 1; }
+	for i in $(seq 50); do
+		grep -qs ACTIVE "/sys/class/infiniband/$RV_IBDEV/ports/1/state" && break
+		sleep 0.1
+	done
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$FORGE" -r "$ip" -P "$cmport" -k x -x 6 2>&1 | diag
+	[ "${PIPESTATUS[0]}" -eq 0 ]
+}
+
 cleanup() {
 	[ -n "$hold_pid" ] && hold_stop
 	if [ "$was_loaded" = 1 ] && ! loaded; then
@@ -174,6 +223,7 @@ cleanup() {
 [ "$(id -u)" = 0 ] || skip_all "needs root"
 [ -f "$RV_KO" ] || skip_all "no module at $RV_KO"
 [ -x "$HOLD" ] || skip_all "$HOLD not built"
+[ -x "$FORGE" ] || skip_all "$FORGE not built"
 command -v rdma >/dev/null || skip_all "no rdma tool (iproute2)"
 rdma dev show "$RV_IBDEV" >/dev/null 2>&1 || skip_all "no RDMA device $RV_IBDEV"
 
@@ -185,6 +235,7 @@ echo "TAP version 13"
 if ! loaded; then
 	check "insmod" load
 fi
+cmport=$(cat /sys/module/rv/parameters/cm_port 2>/dev/null || echo 1023)
 
 # An open, unattached file pins the module.
 exec {rvfd}<>/dev/rv
@@ -205,7 +256,31 @@ check "no rv PD once every file is closed" no_rv_pd
 check "rmmod after close" unload
 check "/dev/rv gone after rmmod" test ! -e /dev/rv
 check "no rv PD after rmmod" no_rv_pd
+
+# cm_port: privileged, or no load (rv(7), "Security model").
+check "insmod refused with cm_port=1024" load_refused cm_port=1024
+check "the log says cm_port=1024 is not privileged" \
+	logged "rv: cm_port=1024 is not a privileged port"
+check "insmod refused with cm_port=0" load_refused cm_port=0
+# Free once rv is gone; whoever holds it then keeps rv from loading.
+check "root can listen on cm_port $cmport without rv" \
+	forge -L -P "$cmport"
+hold_out=$(mktemp)
+"$FORGE" -L -P "$cmport" -H 10000 >"$hold_out" 2>&1 &
+squat_pid=$!
+for i in $(seq 50); do
+	grep -qs listening "$hold_out" && break
+	sleep 0.1
+done
+check "a root listener holds cm_port $cmport" grep -q listening "$hold_out"
+check "insmod refused while cm_port is held" load_refused
+check "the log says it cannot listen" logged "rv: cannot listen on cm_port $cmport"
+kill "$squat_pid" 2>/dev/null
+wait "$squat_pid" 2>/dev/null
+rm -f "$hold_out"
 check "insmod again" load
+check "root cannot listen on cm_port while rv is loaded (EADDRNOTAVAIL)" \
+	forge -L -P "$cmport" -E 99
 
 for i in 1 2 3 4 5; do
 	ok_cycle=1
@@ -249,6 +324,7 @@ elif hold_start -a -m; then
 	check "re-create $RV_IBDEV" \
 		rdma link add "$RV_IBDEV" type rxe netdev "$netdev"
 	check "attach to the re-created device" attach_cycle
+	check "rv (loaded before the device) listens on it" listener_serves
 	check "no rv PD after device removal and re-creation" no_rv_pd
 else
 	not_ok "attach before device removal"

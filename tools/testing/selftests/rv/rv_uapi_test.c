@@ -169,7 +169,7 @@ TEST_F(uapi, query)
 	EXPECT_LT(0, q->default_mr_cache_bytes);
 	/* Connection parameters, in the ranges the module enforces. */
 	EXPECT_LE(1, q->cm_port);
-	EXPECT_GE(65535, q->cm_port);
+	EXPECT_GE(1023, q->cm_port);	/* privileged: see rv(7) */
 	EXPECT_LE(RV_MAX_CONN_PER_NODE, q->conn_wqe_budget);
 	EXPECT_GE(16384, q->conn_wqe_budget);
 	EXPECT_LE(1, q->conn_timeout_ms);
@@ -1443,6 +1443,18 @@ TEST_F(uapi, conn_bad_addr)
 	EXPECT_EQ(-EINVAL, conn_create(fd, 0xe0000001, NULL));
 	EXPECT_EQ(-EINVAL, conn_create(fd, 0xffffffff, NULL));
 	EXPECT_EQ(-EINVAL, conn_create(fd, ntohl(local.s_addr), NULL));
+	/* Ports a user can listen on are not rv's (1024 and up); 1023 is. */
+	sin_init(&sin, NOWHERE_IP);
+	sin.sin_port = htons(1024);
+	conn_create_init(&c, &sin, sizeof(sin));
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	sin.sin_port = htons(65535);
+	conn_create_init(&c, &sin, sizeof(sin));
+	EXPECT_EQ(-EINVAL, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	sin.sin_port = htons(1023);
+	conn_create_init(&c, &sin, sizeof(sin));
+	EXPECT_EQ(0, rv_ioc(fd, RV_IOCTL_CONN_CREATE, &c));
+	EXPECT_LT(0, c.handle);
 	/* IPv6 for a job whose GID is IPv4. */
 	sin6.sin6_addr.s6_addr[15] = 1;
 	sin6.sin6_addr.s6_addr[0] = 0x20;

@@ -8,7 +8,9 @@
 #                   every other node; QP count per node for P = 1, 4, 8 and
 #                   num_conn = 1, 4, 16 must be num_conn * (N - 1)
 #   conn.sh pair    2 nodes: creation order and timing, isolation (other
-#                   uid, other key, forged requests), reconnect after the
+#                   uid, other key, forged requests), privileged ports
+#                   (requests from users' ports refused, rv's port cannot
+#                   be taken), reconnect after the
 #                   server side went away, churn (one side created and
 #                   torn down repeatedly), a CONN_CREATE/DESTROY storm
 #                   next to another job's connects, unreachable / no
@@ -31,6 +33,9 @@ me=$RV_NODE
 T=$RV_REPO/tools/testing/selftests/rv
 CT=$T/rv_conn_test
 shared=$(dirname "$RV_OUT")/conn-barriers
+# rv's listener (a privileged port); the forgeries below send from
+# privileged ports outside rv's client range (960..1023) when root.
+cmport=$(cat /sys/module/rv/parameters/cm_port 2>/dev/null)
 work=$RV_OUT/conn
 mkdir -p "$shared" "$work"
 # Every phase has its own job key (the VMs are fresh for each run), so
@@ -175,7 +180,9 @@ rej_count() {
 # node0 (10.77.0.1, the client) attacks node1's job "iso".
 isolation() {
 	local key="i$run" peer pid st=$work/iso b0 n0 m0 u0 b1 n1 m1 u1
-	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P 18550)
+	# Root from a privileged port, as rv would send them: the checks
+	# after the port's are what is tested here.
+	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P "$cmport" -b 700)
 	peer=$(rv_node_ip $((1 - me)))
 	barrier start-iso || true
 	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>"$st.err" &
@@ -220,6 +227,150 @@ isolation() {
 	refresh "$st"
 	tap_run iso-legit-untouched grep -q 'state connected reason none generation 1 connected 4/4' "$st"
 	barrier iso-end || true
+	stop_all "$pid"
+}
+
+# Peers are rv instances: node1 refuses every request from a port a user
+# can bind, whatever it carries, and counts it; root on node0 sending from
+# a privileged port is a peer like rv (an idle QP index with the job's uid
+# and key is accepted, a connected one is not); nobody but rv listens on
+# cm_port.  Job "p" is connected between the nodes; job "v" exists only
+# on node1 (created, never connected: its QPs wait for requests).
+privports() {
+	local key="p$run" idle="v$run" peer pid ipid="" pst=$work/priv
+	local ist=$work/priv-idle hold=$work/priv-hold hpid rc u0 u1 r0 r1 out
+	local N=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P "$cmport")
+	local ips
+	read -r -a ips <<<"$RV_NODE_IPS"
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-priv || true
+	$CT -k "$key" -t 60000 -s "$pst" "$peer" 2>"$pst.err" &
+	pid=$!
+	if [[ $me -eq 1 ]]; then
+		$CT -k "$idle" -0 -s "$ist" "$peer" 2>"$ist.err" &
+		ipid=$!
+		wait_status "$ist"
+		tap_run priv-idle-created all_ok "$ist"
+	fi
+	wait_status "$pst"
+	tap_run priv-legit-connected all_ok "$pst"
+	barrier priv-connected || true
+	if [[ $me -eq 1 ]]; then
+		u0=$(rej_count rejected_unprivileged)
+		r0=$(rej_count rejected)
+	fi
+	barrier priv-counted || true
+	if [[ $me -eq 0 ]]; then
+		# Root, privileged port, no RTU: job v's QP 2 is accepted and
+		# stays connecting on node1 for 8 s.
+		"${F[@]}" -b 701 -k "$idle" -i 2 -H 8000 -x 0 >"$hold" 2>&1 &
+		hpid=$!
+		rv_wait_until 10 grep -qs '^accepted' "$hold"
+		tap_run priv-root-holds-connecting grep -q '^accepted' "$hold"
+		# uid 65534 forging the jobs' uid (0) and keys from its own
+		# (unprivileged) port: an idle, a connecting and a connected
+		# QP index, all refused with RV_CM_REJ_UNPRIVILEGED (6).
+		tap_run priv-nobody-idle-qp "${N[@]}" "${F[@]}" -k "$idle" -u 0 -i 1 -x 6
+		tap_run priv-nobody-connecting-qp "${N[@]}" "${F[@]}" -k "$idle" -u 0 -i 2 -x 6
+		tap_run priv-nobody-connected-qp "${N[@]}" "${F[@]}" -k "$key" -u 0 -i 0 -x 6
+		# Nor can it send from a privileged port: EACCES (13).
+		tap_run priv-nobody-bind-refused "${N[@]}" "${F[@]}" -k "$key" -u 0 -b 702 -E 13
+		wait "$hpid"
+		rc=$?
+		sed 's/^/# /' "$hold"
+		tap_run priv-root-held-accepted test "$rc" -eq 0
+		# Root from a privileged port is a peer: an idle index with the
+		# job's uid and key is accepted; a connected one stays refused
+		# (BUSY, 2).
+		tap_run priv-root-idle-accepted "${F[@]}" -b 701 -k "$idle" -i 3 -x 0
+		tap_run priv-root-hijack-busy "${F[@]}" -b 701 -k "$key" -i 0 -x 2
+	fi
+	barrier priv-attacked 120 || true
+	if [[ $me -eq 1 ]]; then
+		u1=$(rej_count rejected_unprivileged)
+		r1=$(rej_count rejected)
+		tap_diag "node1 rejects: unprivileged +$((u1 - u0)), all +$((r1 - r0))"
+		tap_run priv-unprivileged-counted test $((u1 - u0)) -eq 3 -a \
+			$((r1 - r0)) -eq 4
+		# rv's port, held from module load: a user gets EACCES (13),
+		# root EADDRNOTAVAIL (99: rdma_cm's answer when a wildcard
+		# listener holds the port).
+		tap_run priv-listen-nobody "${N[@]}" "$T/rv_cm_forge" -L -P "$cmport" -E 13
+		tap_run priv-listen-root "$T/rv_cm_forge" -L -P "$cmport" -E 99
+	fi
+	barrier priv-listened || true
+	# Job p never noticed, and carries data: a verified stream over its
+	# connection (same job, so same QPs) from one more process per node.
+	refresh "$pst"
+	tap_run priv-legit-untouched grep -q 'state connected reason none generation 1 connected 4/4' "$pst"
+	out=$(timeout 150 "$T/rv_write_test" -m stream -D "$shared" -N "$me" \
+		-T 90 -k "$key" -P 1 -b $((1 << 20)) -M 16 "${ips[@]}" 2>&1)
+	rc=$?
+	grep -v '^check PASS' <<<"$out" | sed 's/^/# /'
+	tap_run priv-legit-data-flows test "$rc" -eq 0
+	refresh "$pst"
+	tap_run priv-legit-still-gen1 grep -q 'state connected reason none generation 1 connected 4/4' "$pst"
+	barrier priv-end || true
+	stop_all "$pid" $ipid
+}
+
+# rv's client ids on this node: their source ports (cm_port aside).
+rv_client_ports() {
+	rdma res show cm_id 2>/dev/null | grep 'comm \[rv\]' |
+		sed -n 's/.* src-addr [^ ]*:\([0-9]*\).*/\1/p' |
+		grep -vx "$cmport"
+}
+
+no_rv_client_ids() {
+	[[ -z $(rv_client_ports) ]]
+}
+
+# PORT...: each one of the free ports of srcports (960..1022, multiple of 8).
+free_ports_only() {
+	local p
+	(($#)) || return 1
+	for p; do
+		((p >= 960 && p <= 1022 && p % 8 == 0)) || return 1
+	done
+}
+
+# A client's source ports are privileged (960..1023, cm_port aside) and
+# shared by all of rv's ids; a port someone holds is skipped.  Root on
+# node0 (the client) listens on 55 of them, all but the multiples of 8,
+# so every QP's first port is taken unless it is one of those and its
+# next free one is at most 7 down: a job of 16 QPs still connects, and
+# its ids use free ports only.
+srcports() {
+	local key="q$run" peer pid sst=$work/src sq=$work/squat p list="" sqpid
+	local ports
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-src || true
+	if [[ $me -eq 0 ]]; then
+		rv_wait_until 30 no_rv_client_ids
+		for ((p = 960; p < 1023; p++)); do
+			((p % 8)) && list+="${list:+,}$p"
+		done
+		"$T/rv_cm_forge" -L -P "$list" -H 120000 >"$sq" 2>&1 &
+		sqpid=$!
+		rv_wait_until 10 grep -qs '^listening' "$sq"
+		sed 's/^/# /' "$sq"
+		tap_run src-squatter-holds-55-ports grep -q '^listening' "$sq"
+	fi
+	barrier src-squatted || true
+	$CT -k "$key" -n 16 -t 60000 -s "$sst" "$peer" 2>"$sst.err" &
+	pid=$!
+	wait_status "$sst"
+	tap_run src-connected-around-squatter all_ok "$sst"
+	if [[ $me -eq 0 ]]; then
+		ports=$(rv_client_ports | sort -n | uniq -c | awk '{ printf "%s(x%s) ", $2, $1 }')
+		tap_diag "node0: rv client source ports: $ports"
+		# shellcheck disable=SC2046 # one word per port
+		tap_run src-free-ports-only free_ports_only $(rv_client_ports)
+		kill "$sqpid" 2>/dev/null
+		wait "$sqpid" 2>/dev/null
+	fi
+	barrier src-end || true
 	stop_all "$pid"
 }
 
@@ -384,16 +535,20 @@ storm() {
 
 # Bounded failures: node0 only; node1 idles at the barrier.
 failures() {
-	local t0 t1
+	local t0 t1 out
 	if [[ $me -eq 0 ]]; then
 		t0=$(date +%s)
 		tap_run unreachable "$CT" -k "u$run" -t 3000 -e unreachable -1 10.77.0.99
 		t1=$(date +%s)
 		tap_run unreachable-bounded test $((t1 - t0)) -le 20
 		t0=$(date +%s)
-		tap_run no-listener "$CT" -k "l$run" -t 3000 -e no_listener -1 "$(rv_node_ip 1):18551"
+		tap_run no-listener "$CT" -k "l$run" -t 3000 -e no_listener -1 "$(rv_node_ip 1):959"
 		t1=$(date +%s)
 		tap_run no-listener-bounded test $((t1 - t0)) -le 20
+		# 1024, the first port a user can listen on: EINVAL (err -22).
+		out=$("$CT" -k "l$run" -t 3000 -1 "$(rv_node_ip 1):1024" 2>&1)
+		sed 's/^/# /' <<<"$out"
+		tap_run unprivileged-remote-port-refused grep -q ' err -22 ' <<<"$out"
 	fi
 	barrier failures-end 120 || true
 }
@@ -472,6 +627,8 @@ pair)
 	order order-node1-late 1
 	order order-node0-late 0
 	isolation
+	privports
+	srcports
 	reconnect
 	churn
 	failures

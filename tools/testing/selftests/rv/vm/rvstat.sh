@@ -49,7 +49,7 @@ sed 's/^/# /' "$RV_OUT/rvstat.txt"
 tap_run text-device has "^  [0-9]+ +$RV_IBDEV +active +1$" "$RV_OUT/rvstat.txt"
 # The key "rvs" in hex.
 tap_run text-job has " 727673 +1 +2 " "$RV_OUT/rvstat.txt"
-tap_run text-conn has "remote $peer:18550 (client|server) connected \(none\) generation 1 qps 2/2" "$RV_OUT/rvstat.txt"
+tap_run text-conn has "remote $peer:$(cat /sys/module/rv/parameters/cm_port) (client|server) connected \(none\) generation 1 qps 2/2" "$RV_OUT/rvstat.txt"
 tap_run text-qps has "qp 1 +connected +qpn [1-9]" "$RV_OUT/rvstat.txt"
 tap_run text-proc has "^  [0-9]+ +0 +$holder " "$RV_OUT/rvstat.txt"
 
