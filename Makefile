@@ -71,13 +71,13 @@ DEBIAN_PACKAGES := \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
 	man-db util-linux gnuplot-nox \
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
-	openssh-server openssh-client
+	openssh-server openssh-client autoconf automake libtool
 
 KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
 
 .PHONY: all setup packages module module-src module-clean librv selftests \
-	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel \
+	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel fabtests \
 	debug-module $(addprefix lint-kernel-,$(OTHER_KERNELS)) \
 	check-debug install uninstall install-dkms check-man rvstat librv-fi
 
@@ -86,6 +86,7 @@ all: module librv selftests examples rvstat librv-fi
 
 setup: packages
 	$(MAKE) all
+	$(MAKE) fabtests
 
 packages:
 	apt-get update
@@ -123,6 +124,32 @@ selftests: librv $(KSFT_DIR)/kselftest_harness.h
 librv-fi: librv
 	$(MAKE) -C lib/librv-fi
 
+# libfabric's fabtests (the "fabtests" test group) from the tarball in
+# ../shared/thirdparty (never copied into the repo), built under
+# build/fabtests/ against Debian's libfabric-dev: unpacked, autogen.sh,
+# configure, make -j2 install into build/fabtests/install.  Rebuilt only when
+# the tarball is newer than the stamp; about 2 min on 2 shared cores.
+THIRDPARTY ?= $(CURDIR)/../shared/thirdparty
+FABTESTS_TAR ?= $(THIRDPARTY)/fabtests-v1.17.0.tar.xz
+FABTESTS_DIR := $(BUILD)/fabtests
+FABTESTS_STAMP := $(FABTESTS_DIR)/install/.built
+fabtests: $(FABTESTS_STAMP)
+
+$(FABTESTS_STAMP): $(FABTESTS_TAR)
+	@test -r /usr/include/rdma/fabric.h || { echo "fabtests: no libfabric-dev: run make setup" >&2; exit 1; }
+	@command -v autoreconf libtoolize >/dev/null || { echo "fabtests: no autoconf/automake/libtool: run make setup" >&2; exit 1; }
+	@echo "  FABTESTS $(FABTESTS_TAR) -> $(FABTESTS_DIR)"
+	@set -euo pipefail; rm -rf $(FABTESTS_DIR); mkdir -p $(FABTESTS_DIR)/obj; \
+	log=$(FABTESTS_DIR)/build.log; \
+	tar -xJf $< -C $(FABTESTS_DIR); \
+	src=$$(echo $(FABTESTS_DIR)/fabtests-*/fabtests); \
+	{ (cd $$src && ./autogen.sh) && \
+	  (cd $(FABTESTS_DIR)/obj && $$src/configure -q --with-libfabric=/usr \
+		--prefix=$(FABTESTS_DIR)/install) && \
+	  $(MAKE) -s -C $(FABTESTS_DIR)/obj -j2 install; } >$$log 2>&1 || \
+		{ tail -30 $$log >&2; echo "fabtests: build failed, see $$log" >&2; exit 1; }
+	@touch $@
+
 # rv_rendezvous, the demo the "demo" test group runs between two VMs.
 examples: librv
 	$(MAKE) -C examples
@@ -152,7 +179,7 @@ endif
 SECOND_RUN = ::: -p $(SECOND_KERNEL)/ -k /boot/vmlinuz-$(SECOND_KVER) \
 	-o $(BUILD)/vm/tests-$(SECOND_KERNEL) $(addprefix -g ,$(SECOND_GROUPS)) \
 	-- --rv-ko $(BUILD)/kernel-$(SECOND_KERNEL)/rv/rv.ko
-check: all
+check: all fabtests
 	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
 ifneq ($(SECOND_KVER),)
 	@test -r /boot/vmlinuz-$(SECOND_KVER) || { echo "no kernel image /boot/vmlinuz-$(SECOND_KVER): run make setup" >&2; exit 1; }
@@ -281,7 +308,7 @@ debug-module: debug-kernel
 
 # Every group on the debug kernel; each VM ends its run with a kmemleak scan
 # (guest-init.sh), and any KASAN/lockdep/UBSAN/kmemleak line fails it.
-check-debug: debug-module librv selftests
+check-debug: debug-module librv selftests fabtests
 	@set -euo pipefail; \
 	dk=$$($(DEBUG_KERNEL_SH) -q); \
 	$(SELFTESTS)/run_tests.sh -k $$dk/bzImage \

@@ -3,7 +3,7 @@
 #
 # run_tests.sh - run the rv VM test suite and report it as TAP.
 #
-# Each group of vm/tests.list ("<group> <nodes>[x<vcpus>] <command...>") is one boot
+# Each group of vm/tests.list ("<group> <nodes>[x<vcpus>][m<MB>] <command...>") is one boot
 # of rv-vm.  The kselftest TAP lines each node's command prints are
 # re-emitted as one top-level result "<group>/node<i>/<name>", plus one
 # "<group>/node<i>/vm-health" per node that fails when the node timed out,
@@ -182,10 +182,12 @@ impossible_rflags() {
 testbed_reruns=()
 
 run_group() {
-	local group=$1 nodes=${2%x*} cmd=$3 out=$outbase/$1 i f fault attempt keep
+	local group=$1 nodes=${2%%[xm]*} cmd=$3 out=$outbase/$1 i f fault attempt keep
 	local -a why smp=()
-	# "2x2": 2 nodes of 2 vCPUs each, whatever the run's default.
-	[[ $2 == *x* ]] && smp=(--smp "${2#*x}")
+	# "2x2": 2 nodes of 2 vCPUs each, whatever the run's default; "2m1536":
+	# 1536 MB each (after the run's own --mem: this one counts).
+	[[ $2 =~ x([0-9]+) ]] && smp=(--smp "${BASH_REMATCH[1]}")
+	[[ $2 =~ m([0-9]+) ]] && smp+=(--mem "${BASH_REMATCH[1]}")
 	echo "# $group: $nodes node(s): $cmd"
 	rm -rf "$out" "$out".testbed-fault*
 	mkdir -p "$out"
