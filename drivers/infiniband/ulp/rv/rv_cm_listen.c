@@ -186,9 +186,9 @@ static void rv_cm_unlisten(struct rv_cm_listener *l)
  * @net: the namespace of the job that will hold the reference
  *
  * Creates them if @net has none.  Binding cm_port, a privileged port,
- * needs CAP_NET_BIND_SERVICE of current (of the namespace's user
- * namespace on 6.12): so rv_cm_wq's worker, with full capabilities,
- * binds, never the user's process.  Caller holds no rv lock but
+ * needs CAP_NET_BIND_SERVICE of current (capable(), 6.1 and 6.12): so
+ * rv_cm_wq's worker, with full capabilities, binds, never the process
+ * that attaches.  Caller holds no rv lock but
  * rv_file.lock.
  *
  * Return: the listener, or ERR_PTR(-EADDRINUSE) if cm_port is taken in
