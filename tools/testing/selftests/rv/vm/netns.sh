@@ -7,7 +7,10 @@
 # mode: rxe0 stays in the initial namespace, and a process in another one
 # gets ENODEV from ATTACH even when it names the device's index directly
 # (netlink no longer shows it there); the initial namespace still attaches.
-# The mode is set back to shared at the end.
+# The mode is set back to shared at the end.  In shared mode, rv listens
+# on cm_port in a namespace while it has a job there: the job's attach
+# adds listeners (rdma's restrack shows their per-device ids), its exit
+# removes them.
 
 set -uo pipefail
 # shellcheck source=tap.sh
@@ -44,8 +47,41 @@ if [[ -z $idx ]]; then
 fi
 tap_diag "$RV_IBDEV is device $idx; $(rdma system show netns)"
 
+cmport=$(cat /sys/module/rv/parameters/cm_port)
+
+# rv's ids on cm_port (its listeners' per-device ids), in every namespace.
+listeners() {
+	rdma res show cm_id 2>/dev/null | grep 'comm \[rv\]' |
+		sed -n 's/.* src-addr [^ ]*:\([0-9]*\).*/\1/p' |
+		grep -cx "$cmport"
+}
+
+test_listeners_back() {
+	[[ $(listeners) -eq $1 ]]
+}
+
+more_listeners() {
+	[[ $(listeners) -gt $1 ]]
+}
+
 tap_run netns-shared-mode set_mode shared
 tap_run netns-shared-attach-other-ns hold_in_new_netns -a -i "$idx"
+
+n0=$(listeners)
+tap_diag "rv ids on cm_port $cmport before: $n0"
+tap_run netns-init-listener test "$n0" -gt 0
+fifo=$RV_OUT/netns-hold.fifo
+rm -f "$fifo"
+mkfifo "$fifo"
+unshare -n "$HOLD" -a -i "$idx" <"$fifo" >"$RV_OUT/netns-hold.out" 2>&1 &
+hpid=$!
+exec 3>"$fifo"
+tap_run netns-listener-created rv_wait_until 20 more_listeners "$n0"
+tap_diag "rv ids on cm_port while a job is in a new namespace: $(listeners)"
+exec 3>&-
+wait "$hpid"
+tap_run netns-hold-exit test $? -eq 0
+tap_run netns-listener-destroyed rv_wait_until 20 test_listeners_back "$n0"
 tap_run netns-exclusive-mode set_mode exclusive
 out=$(hold_in_new_netns -a -i "$idx" 2>&1)
 rc=$?
