@@ -944,5 +944,6 @@ int rv_cm_stats_show(struct seq_file *s, void *unused)
 	for (i = 1; i < ARRAY_SIZE(rv_cm_rej_names); i++)
 		seq_printf(s, "rejected_%s %lld\n", rv_cm_rej_names[i],
 			   atomic64_read(&rv_cm_stats.rej[i]));
+	seq_printf(s, "listen_netns %u\n", rv_cm_listen_netns());
 	return 0;
 }

@@ -231,6 +231,19 @@ out_unlock:
 	return l;
 }
 
+/* The namespaces rv listens in, for cm_stats. */
+unsigned int rv_cm_listen_netns(void)
+{
+	struct rv_cm_listener *l;
+	unsigned int n = 0;
+
+	mutex_lock(&rv_cm_listen_lock);
+	list_for_each_entry(l, &rv_cm_listeners, list)
+		n++;
+	mutex_unlock(&rv_cm_listen_lock);
+	return n;
+}
+
 /**
  * rv_cm_listener_put - drop a reference from rv_cm_listener_get()
  * @l: the listener; the last reference stops listening in its namespace

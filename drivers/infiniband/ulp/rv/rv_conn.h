@@ -408,6 +408,7 @@ int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 /* rv_cm_listen.c */
 struct rv_cm_listener *rv_cm_listener_get(struct net *net);
 void rv_cm_listener_put(struct rv_cm_listener *l);
+unsigned int rv_cm_listen_netns(void);
 int rv_cm_init(void);
 void rv_cm_exit(void);
 void rv_cm_qp_init(struct rv_conn_qp *qp);

@@ -9,8 +9,8 @@
 # (netlink no longer shows it there); the initial namespace still attaches.
 # The mode is set back to shared at the end.  In shared mode, rv listens
 # on cm_port in a namespace while it has a job there: the job's attach
-# adds listeners (rdma's restrack shows their per-device ids), its exit
-# removes them.
+# adds the namespace's listeners (cm_stats' listen_netns: 1 -> 2), its
+# exit removes them (back to 1).
 
 set -uo pipefail
 # shellcheck source=tap.sh
@@ -49,8 +49,13 @@ tap_diag "$RV_IBDEV is device $idx; $(rdma system show netns)"
 
 cmport=$(cat /sys/module/rv/parameters/cm_port)
 
-# rv's ids on cm_port (its listeners' per-device ids), in every namespace.
+# The namespaces rv listens in.
 listeners() {
+	sed -n 's/^listen_netns //p' /sys/kernel/debug/rv/cm_stats
+}
+
+# For the record: rv's ids on cm_port that restrack shows.
+cm_port_ids() {
 	rdma res show cm_id 2>/dev/null | grep 'comm \[rv\]' |
 		sed -n 's/.* src-addr [^ ]*:\([0-9]*\).*/\1/p' |
 		grep -cx "$cmport"
@@ -68,17 +73,16 @@ tap_run netns-shared-mode set_mode shared
 tap_run netns-shared-attach-other-ns hold_in_new_netns -a -i "$idx"
 
 n0=$(listeners)
-tap_diag "rv ids on cm_port $cmport before: $n0"
-tap_run netns-init-listener test "$n0" -gt 0
-fifo=$RV_OUT/netns-hold.fifo
-rm -f "$fifo"
-mkfifo "$fifo"
-unshare -n "$HOLD" -a -i "$idx" <"$fifo" >"$RV_OUT/netns-hold.out" 2>&1 &
-hpid=$!
-exec 3>"$fifo"
+tap_diag "listen_netns before: $n0; rv ids on cm_port $cmport: $(cm_port_ids)"
+tap_run netns-init-listener test "$n0" -eq 1
+# A pipe for its stdin (RV_OUT, a 9p share, takes no fifo): rv_hold
+# keeps its job until the pipe is closed.
+coproc HOLDP { unshare -n "$HOLD" -a -i "$idx" >"$RV_OUT/netns-hold.out" 2>&1; }
+hpid=$HOLDP_PID
+hin=${HOLDP[1]}
 tap_run netns-listener-created rv_wait_until 20 more_listeners "$n0"
-tap_diag "rv ids on cm_port while a job is in a new namespace: $(listeners)"
-exec 3>&-
+tap_diag "listen_netns with a job in a new namespace: $(listeners); rv ids on cm_port: $(cm_port_ids)"
+exec {hin}>&-
 wait "$hpid"
 tap_run netns-hold-exit test $? -eq 0
 tap_run netns-listener-destroyed rv_wait_until 20 test_listeners_back "$n0"
