@@ -21,6 +21,13 @@ HOLD=$RV_REPO/tools/testing/selftests/rv/rv_hold
 
 tap_begin
 
+# A kernel without CONFIG_NET_NS (the debug kernel) has no namespace to test.
+if ! unshare -n true 2>/dev/null; then
+	tap_skip netns "no network namespaces (CONFIG_NET_NS)"
+	tap_end
+	exit 0
+fi
+
 # set_mode MODE: the kernel refuses a mode change (EBUSY) while any
 # namespace but the initial one exists, and a namespace of an exited
 # process is freed by a work item: retry for 20 s.
