@@ -221,6 +221,8 @@ struct rv_query {
  *             uid, the job's owner) already holds max_jobs_per_uid jobs
  *             (a module parameter; root is not exempt); joining an
  *             existing job is not refused
+ *  EADDRINUSE rv has no listener in the caller's network namespace yet
+ *             and cannot bind cm_port there: something else holds it
  */
 struct rv_attach {
 	__u32 size;
@@ -561,7 +563,8 @@ struct rv_event {
 	(RV_RING_EVENTS_OFFSET + (__u64)(entries) * sizeof(struct rv_event))
 
 /*
- * Connections.  For one job (one uid, job key, device and port) every
+ * Connections.  For one job (one uid, job key, device, port and network
+ * namespace: that of the process that created the job) every
  * process on this node reaches a given remote node through the same
  * num_conn kernel RC QPs: the first CONN_CREATE for a remote address
  * creates the job's connection to it, later ones (from any process of the
@@ -571,7 +574,12 @@ struct rv_event {
  * listener on the module's cm_port accepts them).  Both sides may create
  * and connect in any order; the client retries until its timeout.  Peers
  * are rv instances, vouched for by their kernel: requests come from and go
- * to privileged ports only (see "Security model" in rv(7)).
+ * to privileged ports only (see "Security model" in rv(7)).  Addresses are
+ * those of the job's network namespace: the client resolves the remote
+ * address and binds the local one (the job's GID as an IP address) there,
+ * and a request reaches only the jobs of the namespace of the netdev it
+ * arrived on (in a namespace without the job's address, CONNECT fails with
+ * reason UNREACHABLE).
  *
  * Handles are per file, small integers from 1; closing the file drops
  * them.  A connection lives while any handle of any process holds it.

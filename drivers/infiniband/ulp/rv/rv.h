@@ -70,6 +70,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
+#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rv_user_ioctls.h>
 
@@ -115,8 +116,12 @@ struct rv_device {
  * @slot_bits: immediate bits naming a process slot
  * @heartbeat_ms: idle time before a QP sends a heartbeat, or
  *	RV_HEARTBEAT_OFF
+ * @net: network namespace of the process that created the job; the job
+ *	holds a reference (rv_job_create()), its connections' cm_ids live
+ *	there and only requests arriving there reach them
  */
 struct rv_job_params {
+	struct net *net;
 	kuid_t uid;
 	u32 port_num;
 	u32 key_len;
@@ -182,6 +187,9 @@ struct rv_slot_quarantine {
  * struct rv_job - processes of one job on one device port of this node
  * @kref: one reference per attached file
  * @dev: the device, holding a reference on it
+ * @listener: the rdma_cm listeners of @params.net (a reference), which
+ *	accept the requests for the job's connections; put after the job is
+ *	freed, outside the device's locks
  * @list: entry in @dev->jobs, protected by @dev->jobs_lock
  * @id: small number naming the job in logs and traces
  * @params: identity and job-wide parameters, constant after creation
@@ -197,8 +205,11 @@ struct rv_slot_quarantine {
  *	for its locking
  * @frwr: registers remote-access MRs; its QP lives in @pd
  */
+struct rv_cm_listener;
+
 struct rv_job {
 	struct kref kref;
+	struct rv_cm_listener *listener;
 	struct rv_device *dev;
 	struct list_head list;
 	u32 id;

@@ -404,8 +404,8 @@ static int rv_cm_check_req(const struct rv_cm_req_pdata *req, u8 len)
 }
 
 /*
- * The connection a request is for: same device and port, same uid and
- * key, between the same two addresses.  Caller holds rv_conn_list_lock.
+ * The connection a request is for: same network namespace, device and
+ * port, same uid and key, between the same two addresses.  Caller holds rv_conn_list_lock.
  */
 static struct rv_conn *rv_cm_find_conn(struct rdma_cm_id *id,
 				       const struct rv_cm_req_pdata *req)
@@ -418,7 +418,9 @@ static struct rv_conn *rv_cm_find_conn(struct rdma_cm_id *id,
 	list_for_each_entry(conn, &rv_conns, list) {
 		const struct rv_job *job = conn->job;
 
-		if (job->dev->index == id->device->index &&
+		/* A request reaches the listener of its netdev's netns. */
+		if (net_eq(job->params.net, id->route.addr.dev_addr.net) &&
+		    job->dev->index == id->device->index &&
 		    job->params.port_num == id->port_num &&
 		    uid_eq(job->params.uid, uid) &&
 		    job->params.key_len == req->key_len &&
@@ -647,8 +649,9 @@ static void rv_cm_start_attempt(struct rv_conn_qp *qp)
 	struct rdma_cm_id *id;
 	int ret;
 
-	id = rdma_create_id(&init_net, rv_cm_handler, qp, RDMA_PS_TCP,
-			    IB_QPT_RC);
+	/* In the job's namespace: its routes and addresses, not the host's. */
+	id = rdma_create_id(conn->job->params.net, rv_cm_handler, qp,
+			    RDMA_PS_TCP, IB_QPT_RC);
 	mutex_lock(&conn->lock);
 	if (IS_ERR(id)) {
 		if (!conn->dead && qp->state == RV_QP_CONNECTING)
@@ -709,7 +712,7 @@ static bool rv_cm_port_active(struct rdma_cm_id *id)
 	 * its notifier has run, after QPs may already have failed.
 	 */
 	if (ifindex) {
-		ndev = dev_get_by_index(&init_net, ifindex);
+		ndev = dev_get_by_index(id->route.addr.dev_addr.net, ifindex);
 		if (ndev) {
 			up = netif_running(ndev) && netif_carrier_ok(ndev);
 			dev_put(ndev);
@@ -941,5 +944,6 @@ int rv_cm_stats_show(struct seq_file *s, void *unused)
 	for (i = 1; i < ARRAY_SIZE(rv_cm_rej_names); i++)
 		seq_printf(s, "rejected_%s %lld\n", rv_cm_rej_names[i],
 			   atomic64_read(&rv_cm_stats.rej[i]));
+	seq_printf(s, "listen_netns %u\n", rv_cm_listen_netns());
 	return 0;
 }

@@ -18,6 +18,11 @@
  * Lock order additions (see rv.h for the rest):
  *
  *   rv_file.lock
+ *     rv_cm_listen_lock (rv_cm_listen.c; ATTACH before it enters the
+ *                        device, detach after it leaves it; held while
+ *                        rdma_cm creates or destroys a listener, which
+ *                        waits for the listener's handlers and for
+ *                        rv_cm_wq's listen work)
  *     (the device's read section)
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
@@ -401,6 +406,9 @@ int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 
 /* rv_cm_listen.c */
+struct rv_cm_listener *rv_cm_listener_get(struct net *net);
+void rv_cm_listener_put(struct rv_cm_listener *l);
+unsigned int rv_cm_listen_netns(void);
 int rv_cm_init(void);
 void rv_cm_exit(void);
 void rv_cm_qp_init(struct rv_conn_qp *qp);

@@ -359,6 +359,8 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	if (ret)
 		goto out_put_dev;
 
+	/* The job holds its own reference (rv_job_create()). */
+	params.net = current->nsproxy->net_ns;
 	params.uid = current_uid();
 	params.port_num = cmd->port_num;
 	params.key_len = cmd->job_key_len;

@@ -28,7 +28,9 @@ static DEFINE_IDA(rv_job_ida);
 static bool rv_job_same_identity(const struct rv_job_params *a,
 				 const struct rv_job_params *b)
 {
-	return uid_eq(a->uid, b->uid) && a->port_num == b->port_num &&
+	/* One job per namespace: a job's connections live in one. */
+	return net_eq(a->net, b->net) &&
+	       uid_eq(a->uid, b->uid) && a->port_num == b->port_num &&
 	       a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
 }
 
@@ -52,9 +54,13 @@ static struct rv_job *rv_job_find(struct rv_device *dev,
 	return NULL;
 }
 
-/* Caller is in the device's read section and holds dev->jobs_lock. */
+/*
+ * Caller is in the device's read section and holds dev->jobs_lock; the job
+ * takes over @listener's reference.
+ */
 static struct rv_job *rv_job_create(struct rv_device *dev,
-				    const struct rv_job_params *params)
+				    const struct rv_job_params *params,
+				    struct rv_cm_listener *listener)
 {
 	struct rv_job *job;
 	int ret;
@@ -84,6 +90,8 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	kref_get(&dev->kref);
 	job->dev = dev;
 	job->params = *params;
+	get_net(job->params.net);
+	job->listener = listener;
 	xa_init_flags(&job->slots, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
 	INIT_LIST_HEAD(&job->quarantine);
 	INIT_LIST_HEAD(&job->conns);
@@ -163,6 +171,7 @@ static void rv_job_free(struct kref *kref)
 	xa_destroy(&job->slots);
 	ida_free(&rv_job_ida, job->id);
 	rv_uid_uncharge(job->params.uid, RV_UID_JOBS);
+	put_net(job->params.net);
 	/* Never the last reference: every caller holds one of its own. */
 	rv_device_put(job->dev);
 	kfree(job);
@@ -177,11 +186,14 @@ static void rv_job_free(struct kref *kref)
  * Return: 0 with @rf->job and @rf->slot set, -ENODEV if the device is being
  * removed, -EBUSY if the job exists with another configuration, -ENOSPC if
  * all its slots are taken, -EAGAIN if the free ones are all in quarantine,
- * -EDQUOT if a new job would exceed the uid's max_jobs_per_uid, -ENOMEM.
+ * -EDQUOT if a new job would exceed the uid's max_jobs_per_uid,
+ * -EADDRINUSE if cm_port is taken in the job's namespace (rv cannot listen
+ * there), -ENOMEM.
  */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params)
 {
+	struct rv_cm_listener *listener, *freed = NULL;
 	struct rv_slot_quarantine *q = NULL;
 	struct rv_job *job;
 	bool created = false;
@@ -193,6 +205,17 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		q = kmalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
 		if (!q)
 			return -ENOMEM;
+	}
+
+	/*
+	 * A new job needs the listeners of its namespace; taken before the
+	 * device's locks, under which they cannot be created or destroyed
+	 * (see rv_conn.h).  Dropped at the end if the job exists.
+	 */
+	listener = rv_cm_listener_get(params->net);
+	if (IS_ERR(listener)) {
+		kfree(q);
+		return PTR_ERR(listener);
 	}
 
 	idx = rv_device_enter(dev, true);
@@ -213,11 +236,12 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		}
 		kref_get(&job->kref);
 	} else {
-		job = rv_job_create(dev, params);
+		job = rv_job_create(dev, params, listener);
 		if (IS_ERR(job)) {
 			ret = PTR_ERR(job);
 			goto out_unlock_jobs;
 		}
+		listener = NULL;
 		created = true;
 	}
 
@@ -240,15 +264,23 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 	mutex_unlock(&dev->jobs_lock);
 	rv_device_leave(dev, idx);
 	trace_rv_attach(job, slot, created);
+	if (listener)
+		rv_cm_listener_put(listener);
 	return 0;
 
 out_put_job:
-	kref_put(&job->kref, rv_job_free);
+	freed = job->listener;
+	if (!kref_put(&job->kref, rv_job_free))
+		freed = NULL;
 out_unlock_jobs:
 	mutex_unlock(&dev->jobs_lock);
 out_leave:
 	rv_device_leave(dev, idx);
 	kfree(q);
+	if (freed)
+		rv_cm_listener_put(freed);
+	if (listener)
+		rv_cm_listener_put(listener);
 	return ret;
 }
 
@@ -263,6 +295,7 @@ out_leave:
 void rv_job_detach(struct rv_file *rf, bool quarantine)
 {
 	struct rv_slot_quarantine *q = rf->slot_q;
+	struct rv_cm_listener *listener;
 	struct rv_job *job = rf->job;
 	struct rv_device *dev;
 	int idx;
@@ -293,11 +326,16 @@ void rv_job_detach(struct rv_file *rf, bool quarantine)
 	kfree(q);
 	rf->job = NULL;
 
+	listener = job->listener;
 	idx = rv_device_enter(dev, false);
 	mutex_lock(&dev->jobs_lock);
-	kref_put(&job->kref, rv_job_free);
+	if (!kref_put(&job->kref, rv_job_free))
+		listener = NULL;
 	mutex_unlock(&dev->jobs_lock);
 	rv_device_leave(dev, idx);
+	/* The job's connections are gone: no request needs its listener. */
+	if (listener)
+		rv_cm_listener_put(listener);
 
 	rv_device_put(dev);
 }
