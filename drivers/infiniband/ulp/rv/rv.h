@@ -43,8 +43,10 @@
  *   both are uncharged where they are freed (under jobs_lock, or with no
  *   rv lock but rv_file.lock); it is never held while taking another.
  *
- *   Connections (rv_conn.h) add rv_conn_list_lock -> rv_conn.lock under
- *   rv_device.jobs_lock; rdma_cm handlers take only those two.
+ *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock,
+ *   outside the device's read section, and rv_conn_list_lock ->
+ *   rv_conn.lock under rv_device.jobs_lock; rdma_cm handlers take only
+ *   those two.
  *
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its
