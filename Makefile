@@ -79,7 +79,8 @@ KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 .PHONY: all setup packages module module-src module-clean librv selftests \
 	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel fabtests \
 	debug-module $(addprefix lint-kernel-,$(OTHER_KERNELS)) \
-	check-debug install uninstall install-dkms check-man rvstat librv-fi
+	check-debug install uninstall install-dkms check-man rvstat librv-fi \
+	bench-write
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
 all: module librv selftests examples rvstat librv-fi
@@ -189,6 +190,14 @@ endif
 	$(SELFTESTS)/run_kernels.sh -k $(KERNEL_IMAGE) -o $(CHECK_OUT) \
 		$(addprefix -g ,$(GROUPS)) -- --rv-ko $(RV_KO) \
 		$(if $(SECOND_KVER),$(SECOND_RUN))
+
+# The data-path benchmark (README, "Data-path benchmark"): not a test, so
+# not in tests.list.  BENCH_* variables pass through the environment;
+# BENCH_ARGS goes to rv-vm (e.g. --rv-ko of another build).
+BENCH_ARGS ?=
+bench-write: all
+	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
+	$(SELFTESTS)/vm/bench-write.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
 
 # ---- Installation ----------------------------------------------------------
 # "make install" puts the module where modprobe finds it before an in-kernel

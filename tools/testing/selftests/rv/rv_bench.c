@@ -6,7 +6,8 @@
  *
  *   rv_bench mr [-d IBDEV] [-p PORT] [-g GID] [-n ITERS] [-w WARMUP]
  *               [-s SIZE[,SIZE...]]
- *   rv_bench bw  (-S | -c SERVER_IP) [-C NUM_CONN] [--single] [-s SIZES] ...
+ *   rv_bench bw  (-S | -c SERVER_IP) [-C NUM_CONN] [--single] [-s SIZES]
+ *                [--cpu] [--start-after FILE] ...
  *   rv_bench lat (-S | -c SERVER_IP) [-C NUM_CONN] [--single] [-n ITERS] ...
  *
  * Subcommands live in the commands[] table; each parses its own options.
@@ -24,6 +25,7 @@
 #include <netinet/tcp.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -617,12 +619,12 @@ struct xchg_msg {
 };
 
 struct wr_opts {
-	const char *ibdev, *peer, *key;
+	const char *ibdev, *peer, *key, *start_after;
 	unsigned int port, tcp_port, num_conn, window, batch, iters, warmup;
 	unsigned int seconds, nsizes;
 	uint64_t budget, win_bytes, sizes[MAX_SIZES];
 	int gid;
-	bool server, single, sleep;
+	bool server, single, sleep, cpu;
 };
 
 struct wr_node {
@@ -954,12 +956,60 @@ static void check_send(const struct rv_event *e)
 	}
 }
 
+/*
+ * Busy CPU time of the whole node, in clock ticks (USER_HZ): user + nice
+ * + system + irq + softirq of /proc/stat's "cpu" line.  The whole node
+ * rather than this process, so that the kernel's completion work items,
+ * softirqs and rxe's packet processing count as well.
+ */
+static uint64_t cpu_busy_ticks(void)
+{
+	unsigned long long user, nice, sys, idle, iowait, irq, softirq;
+	FILE *f = fopen("/proc/stat", "re");
+	int got;
+
+	if (!f)
+		die("/proc/stat", errno);
+	got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user,
+		     &nice, &sys, &idle, &iowait, &irq, &softirq);
+	fclose(f);
+	if (got != 7) {
+		fprintf(stderr, "%s: /proc/stat: no cpu line\n", prog);
+		exit(1);
+	}
+	return user + nice + sys + irq + softirq;
+}
+
+/*
+ * One "cpu" row per size with --cpu: the node's busy ticks over the
+ * measurement window divided by the writes, in us, and the window's
+ * CLOCK_MONOTONIC ends, so that several senders on one node can be summed
+ * over their common time.
+ */
+static void cpu_row(const char *side, uint64_t size, unsigned int num_conn,
+		    bool single, uint64_t writes, uint64_t ticks,
+		    uint64_t t0, uint64_t t1)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	char name[32];
+
+	if (hz <= 0)
+		hz = 100;
+	size_str(size, name, sizeof(name));
+	printf("cpu %s %6s %4u %3s %8llu %6llu %4ld %9.2f %llu %llu\n", side,
+	       name, num_conn, single ? "one" : "vec",
+	       (unsigned long long)writes, (unsigned long long)ticks, hz,
+	       writes ? (double)ticks * 1e6 / (double)hz / (double)writes : 0,
+	       (unsigned long long)t0, (unsigned long long)t1);
+}
+
 struct bw_result {
 	uint64_t writes, bytes, ns;	/* sender: completed, first post..last */
 	uint64_t calls, post_ns, eagain;
 	uint64_t rcv_writes, rcv_ns;	/* receiver: RECVs, first..last */
 	uint64_t max_gap_ns;		/* longest wait for a completion */
 	uint64_t write_bytes;		/* each write's: at most a key chunk */
+	uint64_t t0, cpu_ticks;		/* --cpu: window start, busy ticks */
 	unsigned int window;
 };
 
@@ -1011,6 +1061,8 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 		w[i].mr_handle = n->mr;
 		w[i].rkey = n->peer.rkey;
 	}
+	if (o->cpu)
+		r->cpu_ticks = cpu_busy_ticks();
 	t0 = now_ns();
 	last = t0;
 	deadline = t0 + (uint64_t)o->seconds * 1000000000ULL;
@@ -1084,9 +1136,12 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 		if (!got && (stop || k < want || inflight == r->window))
 			wait_events(n, o->sleep);
 	}
+	if (o->cpu)
+		r->cpu_ticks = cpu_busy_ticks() - r->cpu_ticks;
 	r->writes = done;
 	r->bytes = done * size;
 	r->ns = last - t0;
+	r->t0 = t0;
 
 	send_msg(n, MSG_END, posted, 0, 0);
 	recv_msg(n, MSG_RESULT, &m);
@@ -1106,10 +1161,11 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
  * and carries the size, and answers END once every write has arrived.
  * Returns the RECVs counted.
  */
-static uint64_t bw_receive(struct wr_node *n, uint32_t my_slot)
+static uint64_t bw_receive(struct wr_node *n, const struct wr_opts *o,
+			   uint32_t my_slot)
 {
 	uint64_t size = 0, count = 0, expect = UINT64_MAX, bad = 0, total = 0;
-	uint64_t first = 0, last = 0, deadline = 0;
+	uint64_t first = 0, last = 0, deadline = 0, ticks = 0, start = 0;
 	uint32_t seg_bytes = 0;
 	struct pollfd pfd[2];
 	struct xchg_msg m;
@@ -1139,6 +1195,12 @@ static uint64_t bw_receive(struct wr_node *n, uint32_t my_slot)
 				bad++;
 		}
 		if (count >= expect) {
+			/* Idle time costs no ticks: the window may overrun. */
+			if (o->cpu)
+				cpu_row("rcv", size, n->peer.num_conn,
+					o->single, count,
+					cpu_busy_ticks() - ticks, start,
+					last);
 			send_msg(n, MSG_RESULT, count,
 				 count > 1 ? last - first : 0, bad);
 			expect = UINT64_MAX;
@@ -1169,6 +1231,9 @@ static uint64_t bw_receive(struct wr_node *n, uint32_t my_slot)
 					       (size - 1) % n->max_segment + 1 :
 					       size);
 			count = bad = first = last = 0;
+			if (o->cpu)
+				ticks = cpu_busy_ticks();
+			start = now_ns();
 			send_msg(n, MSG_READY, 0, 0, 0);
 			break;
 		case MSG_END:
@@ -1203,7 +1268,8 @@ static void wr_usage(FILE *f, const char *cmd)
 		"  --single  rv_post_write per write instead of rv_post_writes\n"
 		"  --sleep   wait for events in poll(2) instead of a yielding spin\n",
 		prog, cmd,
-		bw ? "[-s SIZES] [-T SECONDS] [-B BYTES] [-t WINDOW] [-b BATCH] [-W BYTES]"
+		bw ? "[-s SIZES] [-T SECONDS] [-B BYTES] [-t WINDOW] [-b BATCH] [-W BYTES]\n"
+		     "             [--cpu] [--start-after FILE]"
 		   : "[-n ITERS] [-w WARMUP]",
 		RV_DEFAULT_IBDEV, RV_TEST_PORT, XCHG_PORT);
 	if (bw)
@@ -1213,8 +1279,12 @@ static void wr_usage(FILE *f, const char *cmd)
 			"  -B        byte budget per size (default 256M); whichever ends first\n"
 			"  -t        writes in flight (default 64, at most %d)\n"
 			"  -b        writes per rv_post_writes call (default 16)\n"
-			"  -W        bytes in flight at most (default 16M; 2 writes at least)\n",
-			MAX_WINDOW);
+			"  -W        bytes in flight at most (default 16M; 2 writes at least)\n"
+			"  --cpu     a 'cpu' row per size: the node's busy CPU time per write\n"
+			"            (/proc/stat user+nice+system+irq+softirq over the window)\n"
+			"  --start-after FILE  client: once connected, wait (up to %d s) for\n"
+			"            FILE to exist before the first size (starts P senders together)\n",
+			MAX_WINDOW, XCHG_WAIT_S);
 	else
 		fprintf(f,
 			"  -n        timed round trips (default 1000); -w untimed first (default 50)\n");
@@ -1226,6 +1296,8 @@ static int wr_parse(int argc, char **argv, struct wr_opts *o, bool bw)
 	static const struct option longopts[] = {
 		{ "single", no_argument, NULL, 1 },
 		{ "sleep", no_argument, NULL, 2 },
+		{ "cpu", no_argument, NULL, 3 },
+		{ "start-after", required_argument, NULL, 4 },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
 	};
@@ -1318,6 +1390,12 @@ static int wr_parse(int argc, char **argv, struct wr_opts *o, bool bw)
 		case 2:
 			o->sleep = true;
 			break;
+		case 3:
+			o->cpu = true;
+			break;
+		case 4:
+			o->start_after = optarg;
+			break;
 		case 'h':
 			wr_usage(stdout, argv[0]);
 			return -1;
@@ -1329,7 +1407,8 @@ static int wr_parse(int argc, char **argv, struct wr_opts *o, bool bw)
 	if (optind != argc || o->server == !!o->peer || !o->budget ||
 	    !o->win_bytes || !o->window || o->window > MAX_WINDOW ||
 	    !o->batch || !o->seconds || !o->iters ||
-	    o->num_conn > RV_MAX_CONN_PER_NODE) {
+	    o->num_conn > RV_MAX_CONN_PER_NODE ||
+	    (o->start_after && (o->server || !bw))) {
 		wr_usage(stderr, argv[0]);
 		return 2;
 	}
@@ -1343,6 +1422,25 @@ static int wr_parse(int argc, char **argv, struct wr_opts *o, bool bw)
 		o->nsizes = ARRAY_SIZE(def);
 	}
 	return 0;
+}
+
+/*
+ * --start-after: the wrapper that runs P senders touches the file once
+ * every one of them printed its header (is connected), so that they post
+ * over the same seconds.  Polled: 10 ms is nothing against -T seconds.
+ */
+static void wait_file(const char *path)
+{
+	uint64_t deadline = now_ns() + XCHG_WAIT_S * 1000000000ULL;
+	struct stat st;
+
+	while (stat(path, &st)) {
+		if (errno != ENOENT)
+			die(path, errno);
+		if (now_ns() > deadline)
+			die("waiting for the start file", ETIMEDOUT);
+		usleep(10000);
+	}
 }
 
 static int cmd_bw(int argc, char **argv)
@@ -1365,7 +1463,7 @@ static int cmd_bw(int argc, char **argv)
 
 	if (o.server) {
 		/* The receiver: it posts nothing. */
-		recvs = bw_receive(&n, (uint32_t)rv_slot(n.rv));
+		recvs = bw_receive(&n, &o, (uint32_t)rv_slot(n.rv));
 		printf("rv_bench bw receiver: %llu writes received\n",
 		       (unsigned long long)recvs);
 		return wr_teardown(&n, 0, recvs);
@@ -1383,6 +1481,8 @@ static int cmd_bw(int argc, char **argv)
 	printf("%-3s %6s %4s %3s %8s %6s %9s %9s %8s %7s %8s %8s\n", "#",
 	       "size", "conn", "api", "writes", "window", "MB/s.snd",
 	       "MB/s.rcv", "calls", "eagain", "post.us", "gap.ms");
+	if (o.start_after)
+		wait_file(o.start_after);
 	for (i = 0; i < o.nsizes; i++) {
 		bw_send_size(&n, &o, o.sizes[i], &r);
 		posted += r.writes;
@@ -1405,6 +1505,10 @@ static int cmd_bw(int argc, char **argv)
 		       (unsigned long long)r.eagain,
 		       r.writes ? (double)r.post_ns / 1e3 / (double)r.writes : 0,
 		       (double)r.max_gap_ns / 1e6);
+		if (o.cpu)
+			cpu_row("snd", r.write_bytes, n.peer.num_conn,
+				o.single, r.writes, r.cpu_ticks, r.t0,
+				r.t0 + r.ns);
 	}
 	send_msg(&n, MSG_DONE, 0, 0, 0);
 	return wr_teardown(&n, posted, 0);

@@ -5,20 +5,40 @@
 #
 # Usage: bench-write.sh [rv-vm options...]      (on the host; make all first)
 #
-# Boots 2 nodes and, in one run over the same link, measures from node 0
-# (sender/client) to node 1 (receiver/server):
+# Boots 2 nodes (BENCH_SMP vCPUs each, default 2) and, in one run over the
+# same link, measures from node 0 (sender/client) to node 1 (receiver/server):
 #   rv_bench bw   sizes $BENCH_SIZES, num_conn 1, 4 and 16 (rv_post_writes
 #                 batches), and num_conn 4 with one rv_post_write per write
+#   ranks         P = $BENCH_RANKS rv_bench bw senders of 4 KiB writes on
+#                 node 0, one job (one job key: one connection to node 1),
+#                 each with its own file and slot and its own receiver
+#                 process on node 1, started together: aggregate writes/s
 #   rv_bench lat  8 bytes, num_conn 4, batch call of 1 and rv_post_write
 #   ib_write_bw   the same sizes (one RC QP, tx depth 128)
 #   ib_write_lat  8 bytes
 # then prints a table with rv/perftest ratios and plots bandwidth against
 # size (gnuplot) into the output directory, whose path it prints.
 #
+# CPU per write (sizes $BENCH_CPU_SIZES, sender and receiver): both rv and
+# perftest are measured the same way, the node's busy ticks in /proc/stat
+# (user+nice+system+irq+softirq: kworkers, softirqs and rxe count too)
+# divided by the writes; not perftest's --cpu_util, which exists only in
+# duration mode, on the client only.  rv_bench --cpu reads /proc/stat at
+# the ends of its measurement window on each side.  perftest cannot be
+# hooked, so each node reads it around the whole ib_write_bw process and
+# again around one of 5 iterations of the same size ("pcal"): the
+# difference removes setup and teardown, ticks / (N - 5) writes.  The
+# senders of both spin on their completions; the receivers sleep.
+#
 # Environment: BENCH_SIZES (default 4K,16K,64K,256K,1M,4M,8M),
 # BENCH_SECONDS per bw point (default 3), BENCH_LAT_ITERS (default 1000),
 # BENCH_CONNS, the num_conn values of the batched bw runs (default
-# "1 4 16"), BENCH_OUT (default build/vm/bench-write/<time>).
+# "1 4 16"), BENCH_CPU_SIZES (default "4K 64K", each also in BENCH_SIZES),
+# BENCH_PERF_MBS (MB/s that sizes perftest's iteration counts, default 20),
+# BENCH_RANKS (default "1 2 4"; empty: no ranks step), BENCH_RANK_ARGS
+# (rv_bench options of the ranks, default "-C 4 --sleep": senders wait in
+# poll(2), so 4 of them on 2 vCPUs leave the kernel its CPU), BENCH_SMP
+# (default 2), BENCH_OUT (default build/vm/bench-write/<time>).
 #
 # Units: MB/s = 10^6 bytes/s everywhere in the table; perftest prints
 # MiB/s (2^20), converted here.  rv's bw is measured on the sender from the
@@ -33,6 +53,13 @@ SIZES=${BENCH_SIZES:-4K,16K,64K,256K,1M,4M,8M}
 SECONDS_PER_POINT=${BENCH_SECONDS:-3}
 LAT_ITERS=${BENCH_LAT_ITERS:-1000}
 CONNS=${BENCH_CONNS:-1 4 16}
+CPU_SIZES=${BENCH_CPU_SIZES-4K 64K}
+RANKS=${BENCH_RANKS-1 2 4}
+RANK_ARGS=${BENCH_RANK_ARGS:--C 4 --sleep}
+SMP=${BENCH_SMP:-2}
+PERF_MBS=${BENCH_PERF_MBS:-20}
+# perftest's bound per step: several times BENCH_SECONDS, for a slow host.
+PERF_TIMEOUT=$((60 + 30 * SECONDS_PER_POINT))
 
 # "4K" -> 4096
 to_bytes() {
@@ -70,16 +97,72 @@ steps() {
 	for size in ${SIZES//,/ }; do
 		echo "pbw $(to_bytes "$size")"
 	done
+	for size in $CPU_SIZES; do
+		echo "pcal $(to_bytes "$size")"
+	done
 	for nc in $CONNS; do
 		echo "rvbw -C $nc"
 	done
 	echo "rvbw -C 4 --single"
+	for nc in $RANKS; do
+		echo "rvrate $nc"
+	done
 	# Waiting in a yielding spin and in poll(2): see the README.
 	echo "rvlat -C 4"
 	echo "rvlat -C 4 --single"
 	echo "rvlat -C 4 --sleep"
 	echo "rvlat -C 4 --single --sleep"
 	echo "plat"
+}
+
+# The node's busy clock ticks (see the header); builtins only.
+busy_ticks() {
+	local user nice sys irq softirq
+	read -r _ user nice sys _ _ irq softirq _ </proc/stat
+	echo $((user + nice + sys + irq + softirq))
+}
+
+# One ranks step: P rv_bench bw pairs of one job (job key "rvrank<P>";
+# rv_bench appends num_conn), 4 KiB writes, TCP ports $2 + 0..P-1.  Node 0
+# starts its senders with --start-after and creates the file once all of
+# them are connected, so they post over the same seconds; it prints their
+# bw and cpu rows prefixed with "rank P i".
+ranks() {
+	local p=$1 base=$2 peer=$3 bench=$4 j t rc=0 pids=() go
+	go=$RV_OUT/rank-go.$p
+	rm -f "$go"
+	for ((j = 0; j < p; j++)); do
+		# shellcheck disable=SC2086
+		if ((RV_NODE == 1)); then
+			timeout 300 "$bench" bw -S -P $((base + j)) -s 4K \
+				-k "rvrank$p" --cpu $RANK_ARGS \
+				>"$RV_OUT/rank$p.$j.log" 2>&1 &
+		else
+			timeout 300 "$bench" bw -c "$peer" -P $((base + j)) \
+				-s 4K -T "$SECONDS_PER_POINT" -k "rvrank$p" \
+				--cpu --start-after "$go" $RANK_ARGS \
+				>"$RV_OUT/rank$p.$j.log" 2>&1 &
+		fi
+		pids+=($!)
+	done
+	if ((RV_NODE == 0)); then
+		# Bounded: rv_bench itself gives up after 120 s.
+		for ((t = 0; t < 600; t++)); do
+			[[ $(cat "$RV_OUT"/rank"$p".*.log | grep -c '^rv_bench bw:') -ge $p ]] &&
+				break
+			sleep 0.2
+		done
+		touch "$go"
+	fi
+	for j in "${pids[@]}"; do
+		wait "$j" || rc=1
+	done
+	for ((j = 0; j < p; j++)); do
+		((rc == 0)) || cat "$RV_OUT/rank$p.$j.log" >&2
+		awk -v p="$p" -v j="$j" '$1 == "bw" || $1 == "cpu" {
+			print "rank", p, j, $0 }' "$RV_OUT/rank$p.$j.log"
+	done
+	return $rc
 }
 
 # rxe's port counters, "name value" per line.
@@ -92,22 +175,26 @@ hw_snap() {
 
 guest() {
 	local bench=$RV_REPO/tools/testing/selftests/rv/rv_bench
-	local peer step=0 kind args port n out rc=0 before
+	local peer step=0 kind args port n out rc=0 before ticks
 	read -r _ peer _ <<<"$RV_NODE_IPS"
 
 	while read -r kind args; do
 		port=$((18600 + step))
 		step=$((step + 1))
 		before=$(hw_snap)
+		ticks=$(busy_ticks)
 		# Word splitting of $args is intended: they are options.
 		# shellcheck disable=SC2086
 		case $kind.$RV_NODE in
 		rvbw.1)
-			timeout 300 "$bench" bw -S -P "$port" -s "$SIZES" $args ||
-				rc=1 ;;
+			timeout 300 "$bench" bw -S -P "$port" -s "$SIZES" \
+				--cpu $args || rc=1 ;;
 		rvbw.0)
 			timeout 300 "$bench" bw -c "$peer" -P "$port" -s "$SIZES" \
-				-T "$SECONDS_PER_POINT" $args || rc=1 ;;
+				-T "$SECONDS_PER_POINT" --cpu $args || rc=1 ;;
+		rvrate.*)
+			ranks "$args" $((19000 + 8 * step)) "$peer" "$bench" ||
+				rc=1 ;;
 		rvlat.1)
 			timeout 120 "$bench" lat -S -P "$port" $args || rc=1 ;;
 		rvlat.0)
@@ -123,17 +210,24 @@ guest() {
 			awk -v n="$LAT_ITERS" '$1 == 8 && $2 == n {
 				printf "plat %s %s %s %s %s\n", $1, $3, $5, $6, $8 }' \
 				<<<"$out" ;;
-		pbw.1)
-			timeout 120 ib_write_bw -d "$RV_IBDEV" -s "$args" -N \
-				-n "$(pbw_iters "$args")" -p "$port" >/dev/null ||
-				rc=1 ;;
-		pbw.0)
+		pbw.1 | pcal.1)
 			n=$(pbw_iters "$args")
-			out=$(perf_client timeout 120 ib_write_bw -d "$RV_IBDEV" \
+			[[ $kind == pcal ]] && n=5
+			timeout "$PERF_TIMEOUT" ib_write_bw -d "$RV_IBDEV" -s "$args" -N \
+				-n "$n" -p "$port" >/dev/null || rc=1 ;;
+		pbw.0 | pcal.0)
+			n=$(pbw_iters "$args")
+			[[ $kind == pcal ]] && n=5
+			out=$(perf_client timeout "$PERF_TIMEOUT" ib_write_bw -d "$RV_IBDEV" \
 				-s "$args" -N -n "$n" -p "$port" "$peer") || rc=1
 			# #bytes #iterations BW_peak BW_average MsgRate; MiB/s
-			awk -v s="$args" '$1 == s && NF >= 5 {
+			[[ $kind == pbw ]] && awk -v s="$args" '$1 == s && NF >= 5 {
 				printf "pbw %s %.2f\n", $1, $4 * 1.048576 }' <<<"$out" ;;
+		esac
+		# perftest's CPU: the node's busy ticks over the whole process.
+		case $kind in
+		pbw | pcal)
+			echo "$kind.cpu node$RV_NODE $args $n $(($(busy_ticks) - ticks)) $(getconf CLK_TCK)" ;;
 		esac
 		# What rxe saw during the step: retransmissions (sender's
 		# completer_retry_err), lost or reordered packets (receiver's
@@ -145,11 +239,12 @@ guest() {
 }
 
 # perftest has no time limit in iteration mode: size the iteration count
-# for about BENCH_SECONDS at the ~20 MB/s of rxe under TCG (5 at least,
-# perftest's minimum).
+# for about BENCH_SECONDS at BENCH_PERF_MBS (default 20, the MB/s of rxe
+# under TCG on an idle host; lower it on a loaded one), 20 at least so
+# that the CPU figure is not the 5-iteration run's.
 pbw_iters() {
-	local n=$((SECONDS_PER_POINT * 20000000 / $1))
-	((n < 5)) && n=5
+	local n=$((SECONDS_PER_POINT * PERF_MBS * 1000000 / $1))
+	((n < 20)) && n=20
 	echo $n
 }
 
@@ -168,11 +263,97 @@ fi
 out=${BENCH_OUT:-$repo/build/vm/bench-write/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 rc=0
-"$here/rv-vm" run --nodes 2 --timeout 1200 --out "$out/vm" "$@" -- \
-	"BENCH_SIZES=$SIZES BENCH_SECONDS=$SECONDS_PER_POINT BENCH_LAT_ITERS=$LAT_ITERS BENCH_CONNS='$CONNS' $here/bench-write.sh" ||
+"$here/rv-vm" run --nodes 2 --smp "$SMP" --timeout 1200 --out "$out/vm" "$@" -- \
+	"BENCH_SIZES=$SIZES BENCH_SECONDS=$SECONDS_PER_POINT BENCH_LAT_ITERS=$LAT_ITERS BENCH_CONNS='$CONNS' BENCH_CPU_SIZES='$CPU_SIZES' BENCH_RANKS='$RANKS' BENCH_RANK_ARGS='$RANK_ARGS' BENCH_SMP=$SMP BENCH_PERF_MBS=$PERF_MBS $here/bench-write.sh" ||
 	rc=$?
 node0=$out/vm/node0.out
 cp "$node0" "$out/node0.out" 2>/dev/null || true
+
+# CPU per write, us: rv's "cpu" rows (node0 snd, node1 rcv) against
+# perftest's whole-process ticks minus its 5-iteration run ("pcal").
+cpu_table() {
+	echo "CPU per write, us: the node's busy time (/proc/stat user+nice+system+irq+softirq,"
+	echo "all vCPUs) / writes; snd = node0, rcv = node1. rv: over rv_bench's window;"
+	echo "perftest: (ib_write_bw -n N run - 5-iteration run) / (N - 5), each node"
+	printf "%-18s %6s %9s %9s %9s %8s %8s %8s\n" what size snd rcv total \
+		"snd/pt" "rcv/pt" "tot/pt"
+	awk -v sizes="$CPU_SIZES" '
+	function bytes(s) {
+		if (s ~ /[kK]$/) return substr(s, 1, length(s) - 1) * 1024
+		if (s ~ /[mM]$/) return substr(s, 1, length(s) - 1) * 1048576
+		return s + 0
+	}
+	function r(a, b) { return (a == "" || b == "" || b <= 0) ? "-" : sprintf("%.2f", a / b) }
+	function f(x) { return x == "" ? "-" : sprintf("%.1f", x) }
+	FNR == 1 { file++ }
+	# cpu SIDE SIZE NC API WRITES TICKS HZ US T0 T1; first row of a kind wins
+	$1 == "cpu" && NF >= 11 {
+		k = bytes($3) SUBSEP "rv nc=" $4 " " $5
+		if (file == 1 && !((k, "snd") in v)) v[k, "snd"] = $10
+		if (file == 2 && !((k, "rcv") in v)) v[k, "rcv"] = $10
+		if (!(k in what)) { what[k] = 1; order[++nw] = k }
+	}
+	# pbw.cpu|pcal.cpu nodeI BYTES N TICKS HZ
+	$1 ~ /^(pbw|pcal)\.cpu$/ && NF >= 6 {
+		side = ($2 == "node0") ? "snd" : "rcv"
+		t[$1, $3, side] = $5; n[$1, $3] = $4; hz = $6
+	}
+	END {
+		ns = split(sizes, sz, " ")
+		for (i = 1; i <= ns; i++) {
+			b = bytes(sz[i]); pk = b SUBSEP "perftest (1 QP)"
+			if ((("pbw.cpu", b, "snd") in t) && (("pcal.cpu", b, "snd") in t) &&
+			    n["pbw.cpu", b] > 5) {
+				d = (n["pbw.cpu", b] - 5) * hz
+				v[pk, "snd"] = (t["pbw.cpu", b, "snd"] - t["pcal.cpu", b, "snd"]) * 1e6 / d
+				if ((("pbw.cpu", b, "rcv") in t) && (("pcal.cpu", b, "rcv") in t))
+					v[pk, "rcv"] = (t["pbw.cpu", b, "rcv"] - t["pcal.cpu", b, "rcv"]) * 1e6 / d
+			}
+			ps = v[pk, "snd"]; pr = v[pk, "rcv"]
+			pt = (ps != "" && pr != "") ? ps + pr : ""
+			printf "%-18s %6s %9s %9s %9s\n", "perftest (1 QP)", sz[i], f(ps), f(pr), f(pt)
+			for (j = 1; j <= nw; j++) {
+				w = order[j]
+				split(w, kk, SUBSEP)
+				if (kk[1] != b) continue
+				s = v[w, "snd"]; rr = v[w, "rcv"]
+				tt = (s != "" && rr != "") ? s + rr : ""
+				printf "%-18s %6s %9s %9s %9s %8s %8s %8s\n", kk[2], sz[i], f(s), f(rr),
+				       f(tt), r(s, ps), r(rr, pr), r(tt, pt)
+			}
+		}
+	}' "$1" "$2"
+}
+
+# Message rate with ranks: P senders of one job; aggregate = all writes
+# over the span from the first start to the last completion on node 0
+# (one clock); "overlap" is the share of that span all P were posting.
+rank_table() {
+	echo "Message rate with ranks: P rv_bench bw senders on node0, one job, 4 KiB writes to"
+	echo "node1 ($RANK_ARGS), started together; writes/s = all writes / (first start .. last completion)"
+	printf "%3s %9s %8s %10s %7s %8s\n" P writes "span.s" "writes/s" "vs P=1" overlap
+	awk '
+	# rank P I cpu snd SIZE NC API WRITES TICKS HZ US T0 T1
+	$1 == "rank" && $4 == "cpu" && $5 == "snd" && NF >= 14 {
+		p = $2; ps[p] = 1; w[p] += $9
+		if (!(p in t0) || $13 < t0[p]) t0[p] = $13
+		if (!(p in t1) || $14 > t1[p]) t1[p] = $14
+		if (!(p in l0) || $13 > l0[p]) l0[p] = $13
+		if (!(p in l1) || $14 < l1[p]) l1[p] = $14
+	}
+	END {
+		for (p in ps) {
+			span = (t1[p] - t0[p]) / 1e9
+			rate[p] = span > 0 ? w[p] / span : 0
+			ov = span > 0 ? (l1[p] - l0[p]) / 1e9 / span : 0
+			line[p] = sprintf("%3d %9d %8.2f %10.1f", p, w[p], span, rate[p])
+			o[p] = sprintf("%7.2f", ov < 0 ? 0 : ov)
+		}
+		for (p in ps)
+			printf "%s %7s %s\n", line[p],
+			       rate[1] > 0 ? sprintf("%.2f", rate[p] / rate[1]) : "-", o[p] | "sort -n"
+	}' "$1"
+}
 
 # bw.dat: size, rv nc=1, nc=4, nc=16, nc=4 single, perftest (MB/s); "-"
 # where a point is missing, which gnuplot skips.
@@ -226,6 +407,10 @@ END {
 			for (w in med)
 				printf "median ratio rv/perftest, %s: %.2f\n", w, med[w] / pt
 	}' "$node0"
+	echo
+	cpu_table "$node0" "$out/vm/node1.out"
+	echo
+	rank_table "$node0"
 	echo
 	echo "post cost per write (us, time inside the post calls / writes) and longest"
 	echo "wait for a completion (gap.ms), rv_bench bw:"
