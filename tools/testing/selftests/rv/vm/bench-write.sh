@@ -73,11 +73,14 @@ to_bytes() {
 
 # Run a perftest client until its server (started at about the same time
 # on the peer) accepts: perftest cannot wait for its listener.  Bounded:
-# 60 attempts, 0.5 s apart.
+# 60 attempts, 0.5 s apart.  The busy ticks of the attempt that ran go to
+# $RV_OUT/perf-ticks: refused attempts cost a process start each.
 perf_client() {
-	local i log=$RV_OUT/perf-client.log
+	local i log=$RV_OUT/perf-client.log t
 	for ((i = 0; i < 60; i++)); do
+		t=$(busy_ticks)
 		if "$@" >"$log" 2>&1; then
+			echo $(($(busy_ticks) - t)) >"$RV_OUT/perf-ticks"
 			cat "$log"
 			return 0
 		fi
@@ -181,6 +184,7 @@ guest() {
 	while read -r kind args; do
 		port=$((18600 + step))
 		step=$((step + 1))
+		rm -f "$RV_OUT/perf-ticks"
 		before=$(hw_snap)
 		ticks=$(busy_ticks)
 		# Word splitting of $args is intended: they are options.
@@ -224,10 +228,13 @@ guest() {
 			[[ $kind == pbw ]] && awk -v s="$args" '$1 == s && NF >= 5 {
 				printf "pbw %s %.2f\n", $1, $4 * 1.048576 }' <<<"$out" ;;
 		esac
-		# perftest's CPU: the node's busy ticks over the whole process.
-		case $kind in
-		pbw | pcal)
-			echo "$kind.cpu node$RV_NODE $args $n $(($(busy_ticks) - ticks)) $(getconf CLK_TCK)" ;;
+		# perftest's CPU: the node's busy ticks over the whole process
+		# (on node 0 the client's attempt that ran).
+		case $kind.$RV_NODE in
+		pbw.1 | pcal.1)
+			echo "$kind.cpu node1 $args $n $(($(busy_ticks) - ticks)) $(getconf CLK_TCK)" ;;
+		pbw.0 | pcal.0)
+			echo "$kind.cpu node0 $args $n $(cat "$RV_OUT/perf-ticks" 2>/dev/null || echo -) $(getconf CLK_TCK)" ;;
 		esac
 		# What rxe saw during the step: retransmissions (sender's
 		# completer_retry_err), lost or reordered packets (receiver's
@@ -263,6 +270,8 @@ fi
 out=${BENCH_OUT:-$repo/build/vm/bench-write/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 rc=0
+# BENCH_REPORT=DIR: only the report, from the vm/ of an earlier run there.
+[[ -n ${BENCH_REPORT:-} ]] && out=$BENCH_REPORT ||
 "$here/rv-vm" run --nodes 2 --smp "$SMP" --timeout 1200 --out "$out/vm" "$@" -- \
 	"BENCH_SIZES=$SIZES BENCH_SECONDS=$SECONDS_PER_POINT BENCH_LAT_ITERS=$LAT_ITERS BENCH_CONNS='$CONNS' BENCH_CPU_SIZES='$CPU_SIZES' BENCH_RANKS='$RANKS' BENCH_RANK_ARGS='$RANK_ARGS' BENCH_SMP=$SMP BENCH_PERF_MBS=$PERF_MBS $here/bench-write.sh" ||
 	rc=$?
@@ -289,12 +298,12 @@ cpu_table() {
 	# cpu SIDE SIZE NC API WRITES TICKS HZ US T0 T1; first row of a kind wins
 	$1 == "cpu" && NF >= 11 {
 		k = bytes($3) SUBSEP "rv nc=" $4 " " $5
-		if (file == 1 && !((k, "snd") in v)) v[k, "snd"] = $10
-		if (file == 2 && !((k, "rcv") in v)) v[k, "rcv"] = $10
+		if (file == 1 && !((k, "snd") in v)) v[k, "snd"] = $9
+		if (file == 2 && !((k, "rcv") in v)) v[k, "rcv"] = $9
 		if (!(k in what)) { what[k] = 1; order[++nw] = k }
 	}
 	# pbw.cpu|pcal.cpu nodeI BYTES N TICKS HZ
-	$1 ~ /^(pbw|pcal)\.cpu$/ && NF >= 6 {
+	$1 ~ /^(pbw|pcal)\.cpu$/ && NF >= 6 && $5 ~ /^[0-9]+$/ {
 		side = ($2 == "node0") ? "snd" : "rcv"
 		t[$1, $3, side] = $5; n[$1, $3] = $4; hz = $6
 	}
@@ -349,9 +358,10 @@ rank_table() {
 			line[p] = sprintf("%3d %9d %8.2f %10.1f", p, w[p], span, rate[p])
 			o[p] = sprintf("%7.2f", ov < 0 ? 0 : ov)
 		}
-		for (p in ps)
-			printf "%s %7s %s\n", line[p],
-			       rate[1] > 0 ? sprintf("%.2f", rate[p] / rate[1]) : "-", o[p] | "sort -n"
+		for (p in ps) {
+			vs = rate[1] > 0 ? sprintf("%.2f", rate[p] / rate[1]) : "-"
+			printf("%s %7s %s\n", line[p], vs, o[p]) | "sort -n"
+		}
 	}' "$1"
 }
 
