@@ -25,10 +25,11 @@
 # divided by the writes; not perftest's --cpu_util, which exists only in
 # duration mode, on the client only.  rv_bench --cpu reads /proc/stat at
 # the ends of its measurement window on each side.  perftest cannot be
-# hooked, so each node reads it around the whole ib_write_bw process and
-# again around one of 5 iterations of the same size ("pcal"): the
-# difference removes setup and teardown, ticks / (N - 5) writes.  The
-# senders of both spin on their completions; the receivers sleep.
+# hooked, so each node samples /proc/stat and rxe's packet counters every
+# 0.1 s and takes the ticks between the first and the last packet; the
+# same for a run of 5 iterations ("pcal") removes what the window's edges
+# add: (ticks(N) - ticks(5)) / (N - 5).  The senders of both spin on their
+# completions; the receivers sleep.
 #
 # Environment: BENCH_SIZES (default 4K,16K,64K,256K,1M,4M,8M),
 # BENCH_SECONDS per bw point (default 3), BENCH_LAT_ITERS (default 1000),
@@ -73,14 +74,11 @@ to_bytes() {
 
 # Run a perftest client until its server (started at about the same time
 # on the peer) accepts: perftest cannot wait for its listener.  Bounded:
-# 60 attempts, 0.5 s apart.  The busy ticks of the attempt that ran go to
-# $RV_OUT/perf-ticks: refused attempts cost a process start each.
+# 60 attempts, 0.5 s apart.
 perf_client() {
-	local i log=$RV_OUT/perf-client.log t
+	local i log=$RV_OUT/perf-client.log
 	for ((i = 0; i < 60; i++)); do
-		t=$(busy_ticks)
 		if "$@" >"$log" 2>&1; then
-			echo $(($(busy_ticks) - t)) >"$RV_OUT/perf-ticks"
 			cat "$log"
 			return 0
 		fi
@@ -118,11 +116,35 @@ steps() {
 	echo "plat"
 }
 
-# The node's busy clock ticks (see the header); builtins only.
-busy_ticks() {
-	local user nice sys irq softirq
-	read -r _ user nice sys _ _ irq softirq _ </proc/stat
-	echo $((user + nice + sys + irq + softirq))
+# perftest's window: every 0.1 s, the node's busy clock ticks (user +
+# nice + system + irq + softirq) and rxe's packets sent + received, into
+# $RV_OUT/sampler, until killed.  Builtins only (the wait is a read that
+# times out on a pipe nobody writes), so it costs next to nothing.
+sampler() {
+	local d=/sys/class/infiniband/$RV_IBDEV/ports/1/hw_counters
+	local user nice sys irq softirq tx rx
+	exec 3<> <(:)
+	while :; do
+		read -r _ user nice sys _ _ irq softirq _ </proc/stat
+		read -r tx <"$d/sent_pkts"
+		read -r rx <"$d/rcvd_pkts"
+		echo "$((user + nice + sys + irq + softirq)) $((tx + rx))"
+		read -r -t 0.1 <&3 || true
+	done >"$RV_OUT/sampler"
+}
+
+# Busy ticks from the sample before the first packet to the first sample
+# after the last: perftest's setup, its wait for the peer and its
+# teardown exchange no rxe packets, so they fall outside.
+sampled_ticks() {
+	awk 'NR == 1 { p0 = $2 }
+	     { t[NR] = $1; p[NR] = $2 }
+	     END {
+		a = 0; b = 0
+		for (i = 2; i <= NR; i++)
+			if (p[i] != p[i - 1]) { if (!a) a = i - 1; b = i }
+		print (a ? t[b] - t[a] : 0)
+	     }' "$RV_OUT/sampler"
 }
 
 # One ranks step: P rv_bench bw pairs of one job (job key "rvrank<P>";
@@ -168,6 +190,29 @@ ranks() {
 	return $rc
 }
 
+# One rvbw step: an rv_bench bw pair per size (TCP port 20000 + 32 * step
+# + i, job key "b<step>.<i>"), so that a write failing on a lossy link
+# (rxe answers some retransmissions with a NAK, see the README) costs
+# that size only; both nodes go on to the next size.
+rv_bw_sizes() {
+	local args=$1 step=$2 peer=$3 bench=$4 size i=0 port rc=0
+	for size in ${SIZES//,/ }; do
+		port=$((20000 + 32 * step + i))
+		i=$((i + 1))
+		# Word splitting of $args is intended: they are options.
+		# shellcheck disable=SC2086
+		if ((RV_NODE == 1)); then
+			timeout 300 "$bench" bw -S -P "$port" -s "$size" \
+				-k "b$step.$i" --cpu $args || rc=1
+		else
+			timeout 300 "$bench" bw -c "$peer" -P "$port" -s "$size" \
+				-k "b$step.$i" -T "$SECONDS_PER_POINT" --cpu $args ||
+				rc=1
+		fi
+	done
+	return $rc
+}
+
 # rxe's port counters, "name value" per line.
 hw_snap() {
 	local f
@@ -178,24 +223,18 @@ hw_snap() {
 
 guest() {
 	local bench=$RV_REPO/tools/testing/selftests/rv/rv_bench
-	local peer step=0 kind args port n out rc=0 before ticks
+	local peer step=0 kind args port n out rc=0 before sampler_pid
 	read -r _ peer _ <<<"$RV_NODE_IPS"
 
 	while read -r kind args; do
 		port=$((18600 + step))
 		step=$((step + 1))
-		rm -f "$RV_OUT/perf-ticks"
 		before=$(hw_snap)
-		ticks=$(busy_ticks)
 		# Word splitting of $args is intended: they are options.
 		# shellcheck disable=SC2086
 		case $kind.$RV_NODE in
-		rvbw.1)
-			timeout 300 "$bench" bw -S -P "$port" -s "$SIZES" \
-				--cpu $args || rc=1 ;;
-		rvbw.0)
-			timeout 300 "$bench" bw -c "$peer" -P "$port" -s "$SIZES" \
-				-T "$SECONDS_PER_POINT" --cpu $args || rc=1 ;;
+		rvbw.*)
+			rv_bw_sizes "$args" "$step" "$peer" "$bench" || rc=1 ;;
 		rvrate.*)
 			ranks "$args" $((19000 + 8 * step)) "$peer" "$bench" ||
 				rc=1 ;;
@@ -217,24 +256,27 @@ guest() {
 		pbw.1 | pcal.1)
 			n=$(pbw_iters "$args")
 			[[ $kind == pcal ]] && n=5
+			sampler &
+			sampler_pid=$!
 			timeout "$PERF_TIMEOUT" ib_write_bw -d "$RV_IBDEV" -s "$args" -N \
 				-n "$n" -p "$port" >/dev/null || rc=1 ;;
 		pbw.0 | pcal.0)
 			n=$(pbw_iters "$args")
 			[[ $kind == pcal ]] && n=5
+			sampler &
+			sampler_pid=$!
 			out=$(perf_client timeout "$PERF_TIMEOUT" ib_write_bw -d "$RV_IBDEV" \
 				-s "$args" -N -n "$n" -p "$port" "$peer") || rc=1
 			# #bytes #iterations BW_peak BW_average MsgRate; MiB/s
 			[[ $kind == pbw ]] && awk -v s="$args" '$1 == s && NF >= 5 {
 				printf "pbw %s %.2f\n", $1, $4 * 1.048576 }' <<<"$out" ;;
 		esac
-		# perftest's CPU: the node's busy ticks over the whole process
-		# (on node 0 the client's attempt that ran).
-		case $kind.$RV_NODE in
-		pbw.1 | pcal.1)
-			echo "$kind.cpu node1 $args $n $(($(busy_ticks) - ticks)) $(getconf CLK_TCK)" ;;
-		pbw.0 | pcal.0)
-			echo "$kind.cpu node0 $args $n $(cat "$RV_OUT/perf-ticks" 2>/dev/null || echo -) $(getconf CLK_TCK)" ;;
+		# perftest's CPU: the node's busy ticks while its packets flowed.
+		case $kind in
+		pbw | pcal)
+			kill "$sampler_pid"
+			wait "$sampler_pid" || true
+			echo "$kind.cpu node$RV_NODE $args $n $(sampled_ticks) $(getconf CLK_TCK)" ;;
 		esac
 		# What rxe saw during the step: retransmissions (sender's
 		# completer_retry_err), lost or reordered packets (receiver's
