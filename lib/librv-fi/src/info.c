@@ -119,6 +119,9 @@ static int check_hints(const struct fi_info *h,
 
 		if (d->name && strcmp(d->name, dev))
 			return -FI_ENODATA;
+		/* FI_SHARED_AV and the like are not offered. */
+		if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+			return -FI_ENODATA;
 		if (d->control_progress == FI_PROGRESS_AUTO ||
 		    d->data_progress == FI_PROGRESS_AUTO)
 			return -FI_ENODATA;
