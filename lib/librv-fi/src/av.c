@@ -33,17 +33,22 @@ int rvfi_addr_from_sin(struct rvfi_addr *a, const struct sockaddr_in *sin)
 }
 
 /*
- * Reads one address of either format at @buf: *@len is the bytes it
- * takes, *@is_sin which it was.  -FI_EINVAL: neither (an unknown layout,
- * another family, or a sockaddr_in without an address or port).
+ * Reads one address of either format from the @avail bytes at @buf
+ * (SIZE_MAX: fi_av_insert's, whose size the format implies): *@len is
+ * the bytes it takes, *@is_sin which it was.  -FI_EINVAL: neither (an
+ * unknown layout, another family) or more than @avail.
  */
-int rvfi_addr_parse(const void *buf, struct rvfi_addr *a, size_t *len,
-		    bool *is_sin)
+int rvfi_addr_parse(const void *buf, size_t avail, struct rvfi_addr *a,
+		    size_t *len, bool *is_sin)
 {
 	const uint8_t *b = buf;
 	struct sockaddr_in sin;
 
+	if (avail < sizeof(sin))
+		return -FI_EINVAL;
 	if (b[0] == RVFI_ADDR_VERSION && b[1] == sizeof(*a)) {
+		if (avail < sizeof(*a))
+			return -FI_EINVAL;
 		memcpy(a, buf, sizeof(*a));
 		*len = sizeof(*a);
 		*is_sin = false;
@@ -116,7 +121,7 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 		 * Another layout (an older provider's) is not misread, and
 		 * is skipped at the size its first byte suggests.
 		 */
-		ok = !rvfi_addr_parse(a, &e->addr, &len, &e->sin);
+		ok = !rvfi_addr_parse(a, SIZE_MAX, &e->addr, &len, &e->sin);
 		if (!ok)	/* a zeroed or foreign sockaddr, we guess */
 			len = a[0] == RVFI_ADDR_VERSION ?
 			      sizeof(struct rvfi_addr) :
@@ -235,7 +240,7 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf,
 
 	(void)av;
 	memset(&parsed, 0, sizeof(parsed));
-	if (rvfi_addr_parse(addr, &parsed, &alen, &is_sin))
+	if (rvfi_addr_parse(addr, SIZE_MAX, &parsed, &alen, &is_sin))
 		memcpy(&parsed, addr, 2);
 	inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
 	if (rvfi_addr_bare(a) && rvfi_addr_valid(a))

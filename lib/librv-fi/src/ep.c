@@ -537,9 +537,8 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	 * is the listener's; its node must be the domain's.
 	 */
 	if (info->src_addr &&
-	    (info->src_addrlen < sizeof(struct sockaddr_in) ||
-	     rvfi_addr_parse(info->src_addr, &src, &alen, &is_sin) ||
-	     info->src_addrlen < alen ||
+	    (rvfi_addr_parse(info->src_addr, info->src_addrlen, &src, &alen,
+			     &is_sin) ||
 	     (src.ip != htonl(INADDR_ANY) && src.ip != dom->ip)))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));

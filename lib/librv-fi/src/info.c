@@ -202,7 +202,7 @@ static int hint_addr(const void *addr, size_t len, struct sockaddr_in *sin)
 
 	if (!addr)
 		return 0;
-	if (len < 2 || rvfi_addr_parse(addr, &a, &n, &is_sin) || len < n)
+	if (rvfi_addr_parse(addr, len, &a, &n, &is_sin))
 		return -FI_ENODATA;
 	memset(sin, 0, sizeof(*sin));
 	sin->sin_family = AF_INET;

@@ -156,8 +156,8 @@ static inline bool rvfi_addr_match(const struct rvfi_addr *a,
 }
 
 int rvfi_addr_from_sin(struct rvfi_addr *a, const struct sockaddr_in *sin);
-int rvfi_addr_parse(const void *buf, struct rvfi_addr *a, size_t *len,
-		    bool *is_sin);
+int rvfi_addr_parse(const void *buf, size_t avail, struct rvfi_addr *a,
+		    size_t *len, bool *is_sin);
 
 /* ---- fabric, domain ------------------------------------------------------ */
 
