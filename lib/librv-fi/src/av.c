@@ -4,14 +4,66 @@
  * fi_addr_t is the entry's index, handed out in insertion order (what
  * FI_AV_TABLE promises; FI_AV_MAP allows any value).  Removed entries are
  * not reused, so a stale fi_addr_t never names another peer.
+ *
+ * Two address formats come in, whatever the fi_info's addr_format says:
+ * the provider's own (struct rvfi_addr, what fi_getname gives, which an
+ * in-band or out-of-band exchange carries) and FI_SOCKADDR_IN (what
+ * fi_getinfo's node/service give with FI_SOCKADDR_IN).  Their first two
+ * bytes tell them apart: rvfi_addr's version and length (2, 24) can never
+ * be an AF_INET sa_family in either byte order.  A sockaddr_in makes a
+ * bare address (rvfi.h): enough to reach a published endpoint, which
+ * answers with its full address in its own HELLO.
  */
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rvfi.h"
 
+int rvfi_addr_from_sin(struct rvfi_addr *a, const struct sockaddr_in *sin)
+{
+	memset(a, 0, sizeof(*a));
+	a->version = RVFI_ADDR_VERSION;
+	a->len = sizeof(*a);
+	a->ip = sin->sin_addr.s_addr;
+	a->port = sin->sin_port;
+	return 0;
+}
+
+/*
+ * Reads one address of either format from the @avail bytes at @buf
+ * (SIZE_MAX: fi_av_insert's, whose size the format implies): *@len is
+ * the bytes it takes, *@is_sin which it was.  -FI_EINVAL: neither (an
+ * unknown layout, another family) or more than @avail.
+ */
+int rvfi_addr_parse(const void *buf, size_t avail, struct rvfi_addr *a,
+		    size_t *len, bool *is_sin)
+{
+	const uint8_t *b = buf;
+	struct sockaddr_in sin;
+
+	if (avail < sizeof(sin))
+		return -FI_EINVAL;
+	if (b[0] == RVFI_ADDR_VERSION && b[1] == sizeof(*a)) {
+		if (avail < sizeof(*a))
+			return -FI_EINVAL;
+		memcpy(a, buf, sizeof(*a));
+		*len = sizeof(*a);
+		*is_sin = false;
+		return 0;
+	}
+	memcpy(&sin, buf, sizeof(sin));
+	if (sin.sin_family != AF_INET)
+		return -FI_EINVAL;
+	rvfi_addr_from_sin(a, &sin);
+	*len = sizeof(sin);
+	*is_sin = true;
+	return 0;
+}
+
+/* An exact entry first; else a bare one with the same node and port. */
 int rvfi_av_find(struct rvfi_av *av, const struct rvfi_addr *a,
 		 fi_addr_t *out)
 {
@@ -23,6 +75,12 @@ int rvfi_av_find(struct rvfi_av *av, const struct rvfi_addr *a,
 			return 0;
 		}
 	}
+	for (i = 0; i < av->count; i++) {
+		if (av->tab[i].used && rvfi_addr_match(&av->tab[i].addr, a)) {
+			*out = i;
+			return 0;
+		}
+	}
 	return -FI_ENOENT;
 }
 
@@ -30,12 +88,12 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 		     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct rvfi_av *av = container_of(fid, struct rvfi_av, av);
-	const struct rvfi_addr *a = addr;
+	const uint8_t *a = addr;
 	int done = 0;
 	size_t i;
 
 	(void)context;
-	if (flags & ~(uint64_t)FI_MORE)
+	if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR))
 		return -FI_EINVAL;
 	if (count && !addr)
 		return -FI_EINVAL;
@@ -55,14 +113,31 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 		av->cap = cap;
 	}
 	for (i = 0; i < count; i++) {
-		/* Another layout (an older provider's) is not misread. */
-		if (!rvfi_addr_valid(&a[i])) {
+		struct rvfi_av_entry *e = &av->tab[av->count];
+		size_t len;
+		bool ok;
+
+		/*
+		 * Another layout (an older provider's) is not misread, and
+		 * is skipped at the size its first byte suggests.
+		 */
+		ok = !rvfi_addr_parse(a, SIZE_MAX, &e->addr, &len, &e->sin);
+		if (!ok)	/* a zeroed or foreign sockaddr, we guess */
+			len = a[0] == RVFI_ADDR_VERSION ?
+			      sizeof(struct rvfi_addr) :
+			      sizeof(struct sockaddr_in);
+		if (!ok || !rvfi_addr_valid(&e->addr) || !e->addr.ip) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;
+			if (flags & FI_SYNC_ERR)
+				((int *)context)[i] = FI_EINVAL;
+			a += len;
 			continue;
 		}
-		av->tab[av->count].addr = a[i];
-		av->tab[av->count].used = true;
+		if (flags & FI_SYNC_ERR)
+			((int *)context)[i] = 0;
+		a += len;
+		e->used = true;
 		if (fi_addr)
 			fi_addr[i] = av->count;
 		av->count++;
@@ -73,13 +148,23 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 	return done;
 }
 
+/* node/service as fi_getinfo takes them: one bare address. */
 static int av_insertsvc(struct fid_av *av, const char *node,
 			const char *service, fi_addr_t *fi_addr,
 			uint64_t flags, void *context)
 {
-	(void)av; (void)node; (void)service; (void)fi_addr; (void)flags;
-	(void)context;
-	return -FI_ENOSYS;
+	struct addrinfo h = { .ai_family = AF_INET,
+			      .ai_socktype = SOCK_STREAM };
+	struct sockaddr_in sin;
+	struct addrinfo *ai;
+
+	if (!node || !service || (flags & FI_SYNC_ERR))
+		return -FI_EINVAL;
+	if (getaddrinfo(node, service, &h, &ai))
+		return -FI_EINVAL;
+	memcpy(&sin, ai->ai_addr, sizeof(sin));
+	freeaddrinfo(ai);
+	return av_insert(av, &sin, 1, fi_addr, flags, context);
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
@@ -122,12 +207,22 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr,
 	if (fi_addr >= av->count || !av->tab[fi_addr].used) {
 		ret = -FI_ENOENT;
 	} else {
-		memcpy(addr, &av->tab[fi_addr].addr,
-		       *addrlen < sizeof(struct rvfi_addr) ?
-		       *addrlen : sizeof(struct rvfi_addr));
-		if (*addrlen < sizeof(struct rvfi_addr))
+		/* In the format it came in. */
+		const struct rvfi_av_entry *e = &av->tab[fi_addr];
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_port = e->addr.port };
+		const void *src = &e->addr;
+		size_t n = sizeof(e->addr);
+
+		if (e->sin) {
+			sin.sin_addr.s_addr = e->addr.ip;
+			src = &sin;
+			n = sizeof(sin);
+		}
+		memcpy(addr, src, *addrlen < n ? *addrlen : n);
+		if (*addrlen < n)
 			ret = -FI_ETOOSMALL;
-		*addrlen = sizeof(struct rvfi_addr);
+		*addrlen = n;
 	}
 	pthread_mutex_unlock(&av->dom->lock);
 	return ret;
@@ -136,13 +231,21 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr,
 static const char *av_straddr(struct fid_av *av, const void *addr, char *buf,
 			      size_t *len)
 {
-	const struct rvfi_addr *a = addr;
+	struct rvfi_addr parsed;
+	const struct rvfi_addr *a = &parsed;
 	char ip[INET_ADDRSTRLEN], s[128];
+	size_t alen;
+	bool is_sin;
 	int n;
 
 	(void)av;
+	memset(&parsed, 0, sizeof(parsed));
+	if (rvfi_addr_parse(addr, SIZE_MAX, &parsed, &alen, &is_sin))
+		memcpy(&parsed, addr, 2);
 	inet_ntop(AF_INET, &a->ip, ip, sizeof(ip));
-	if (!rvfi_addr_valid(a))
+	if (rvfi_addr_bare(a) && rvfi_addr_valid(a))
+		n = snprintf(s, sizeof(s), "rv://%s:%u", ip, ntohs(a->port));
+	else if (!rvfi_addr_valid(a))
 		n = snprintf(s, sizeof(s), "rv://invalid/v%u/len%u",
 			     a->version, a->len);
 	else

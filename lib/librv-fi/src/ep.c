@@ -29,6 +29,22 @@ struct rvfi_peer *rvfi_peer_get(struct rvfi_ep *ep, const struct rvfi_addr *a)
 		if (rvfi_addr_eq(&p->addr, a))
 			return p;
 	}
+	/*
+	 * A bare peer (we were given only its node and port) is the
+	 * endpoint now on that port: the full address, from its HELLO,
+	 * completes it (slot for the rendezvous, identity for FI_SOURCE),
+	 * so that both directions share one peer.
+	 */
+	rvfi_list_for_each_safe(pos, tmp, &ep->peers) {
+		p = container_of(pos, struct rvfi_peer, link);
+		if (!rvfi_addr_match(&p->addr, a))
+			continue;
+		if (rvfi_addr_bare(&p->addr) && !rvfi_addr_bare(a)) {
+			p->addr = *a;
+			p->src_gen = UINT64_MAX;
+		}
+		return p;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -89,6 +105,11 @@ fi_addr_t rvfi_peer_fiaddr(struct rvfi_ep *ep, struct rvfi_peer *p)
 
 void rvfi_op_free(struct rvfi_op *op)
 {
+	/* A multi-receive parent waits for its last child. */
+	if (op->multi && rvfi_multi_hold(op))
+		return;
+	if (op->mparent)
+		rvfi_multi_put(op);
 	if (op->mr > 0)
 		rv_dereg_mem(op->ep->rv, op->mr);
 	free(op->rkeys);
@@ -103,8 +124,9 @@ void rvfi_complete_ok(struct rvfi_op *op)
 		if (op->completion && ep->tx_cq)
 			rvfi_cq_push(ep->tx_cq, op->context, op->cq_flags, 0,
 				     NULL, 0, 0, FI_ADDR_NOTAVAIL);
-	} else if (op->completion && ep->rx_cq) {
-		rvfi_cq_push(ep->rx_cq, op->context, op->cq_flags, op->xfer,
+	} else if ((op->completion || rvfi_multi_flags(op)) && ep->rx_cq) {
+		rvfi_cq_push(ep->rx_cq, op->context,
+			     op->cq_flags | rvfi_multi_flags(op), op->xfer,
 			     op->buf, op->has_data ? op->data : 0,
 			     (op->cq_flags & FI_TAGGED) ? op->tag : 0, op->src);
 	}
@@ -118,7 +140,8 @@ void rvfi_complete_err(struct rvfi_op *op, int err, size_t olen)
 	struct rvfi_cq *cq = op->kind == RVFI_SEND ? ep->tx_cq : ep->rx_cq;
 
 	if (cq)
-		rvfi_cq_push_err(cq, op->context, op->cq_flags,
+		rvfi_cq_push_err(cq, op->context,
+				 op->cq_flags | rvfi_multi_flags(op),
 				 op->kind == RVFI_RECV ? op->xfer : 0,
 				 op->kind == RVFI_RECV ? op->buf : NULL,
 				 op->has_data ? op->data : 0,
@@ -486,9 +509,10 @@ static int nonce(uint64_t *n)
 {
 	ssize_t r;
 
+	/* 0 marks a bare address (rvfi.h). */
 	do {
 		r = getrandom(n, sizeof(*n), 0);
-	} while (r < 0 && errno == EINTR);
+	} while ((r < 0 && errno == EINTR) || (r == sizeof(*n) && !*n));
 	if (r != sizeof(*n)) {
 		RVFI_WARN("getrandom: %s\n", r < 0 ? strerror(errno) : "short");
 		return -FI_EIO;
@@ -500,16 +524,30 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **epp, void *context)
 {
 	struct rvfi_domain *dom = container_of(domain, struct rvfi_domain, dom);
+	struct rvfi_addr src = { 0 };
 	struct rvfi_ep *ep;
+	size_t alen;
+	bool is_sin;
 	int ret;
 
 	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	/*
+	 * src_addr (fi_getinfo's, or the application's): its port, if any,
+	 * is the listener's; its node must be the domain's.
+	 */
+	if (info->src_addr &&
+	    (rvfi_addr_parse(info->src_addr, info->src_addrlen, &src, &alen,
+			     &is_sin) ||
+	     (src.ip != htonl(INADDR_ANY) && src.ip != dom->ip)))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
 	ep->dom = dom;
 	ep->listen_fd = -1;
+	ep->published = src.port != 0;
+	ep->min_multi_recv = RVFI_MIN_MULTI_RECV;
 	ep->caps = info->caps ? info->caps : FI_MSG | FI_TAGGED;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
@@ -537,7 +575,7 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	pthread_mutex_lock(&dom->lock);
 	ret = ep_attach(ep);
 	if (!ret)
-		ret = rvfi_tcp_listen(ep);
+		ret = rvfi_tcp_listen(ep, src.port);
 	if (ret) {
 		ep_teardown(ep);
 		pthread_mutex_unlock(&dom->lock);

@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,12 @@
 
 #define RVFI_PRIMARY_CAPS	(FI_MSG | FI_TAGGED | FI_SEND | FI_RECV)
 #define RVFI_SECONDARY_CAPS	(FI_SOURCE | FI_DIRECTED_RECV | \
-				 FI_LOCAL_COMM | FI_REMOTE_COMM)
+				 FI_MULTI_RECV | FI_LOCAL_COMM | \
+				 FI_REMOTE_COMM)
+/* What fi_getinfo(3) lets tx_attr and rx_attr carry of our caps. */
+#define RVFI_TX_CAPS		(FI_MSG | FI_TAGGED | FI_SEND)
+#define RVFI_RX_CAPS		(FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | \
+				 FI_DIRECTED_RECV | FI_MULTI_RECV)
 #define RVFI_CAPS		(RVFI_PRIMARY_CAPS | RVFI_SECONDARY_CAPS)
 
 /* The first RoCE v2 GID of port 1 that carries an IPv4 address. */
@@ -85,7 +91,9 @@ static int check_hints(const struct fi_info *h,
 	if (h->caps & ~RVFI_CAPS)
 		return -FI_ENODATA;
 	/* h->mode: what the app can do; the provider requires none. */
-	if (h->addr_format != FI_FORMAT_UNSPEC)
+	/* Ours (struct rvfi_addr, as UNSPEC), or IPv4 sockaddrs. */
+	if (h->addr_format != FI_FORMAT_UNSPEC &&
+	    h->addr_format != FI_SOCKADDR && h->addr_format != FI_SOCKADDR_IN)
 		return -FI_ENODATA;
 	if (h->ep_attr) {
 		if (h->ep_attr->type != FI_EP_UNSPEC &&
@@ -110,6 +118,9 @@ static int check_hints(const struct fi_info *h,
 		const struct fi_domain_attr *d = h->domain_attr;
 
 		if (d->name && strcmp(d->name, dev))
+			return -FI_ENODATA;
+		/* FI_SHARED_AV and the like are not offered. */
+		if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
 			return -FI_ENODATA;
 		if (d->control_progress == FI_PROGRESS_AUTO ||
 		    d->data_progress == FI_PROGRESS_AUTO)
@@ -158,7 +169,124 @@ static uint64_t pick_caps(const struct fi_info *h)
 	caps |= FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
 	if (!h || (want & FI_DIRECTED_RECV))
 		caps |= FI_DIRECTED_RECV;
+	if (!h || (want & FI_MULTI_RECV))
+		caps |= FI_MULTI_RECV;
 	return caps;
+}
+
+/*
+ * node/service to an IPv4 sockaddr: a name or a number each (getaddrinfo),
+ * node NULL being INADDR_ANY for a source and loopback for a destination.
+ */
+static int resolve(const char *node, const char *service, bool source,
+		   struct sockaddr_in *sin)
+{
+	struct addrinfo h = { .ai_family = AF_INET,
+			      .ai_socktype = SOCK_STREAM,
+			      .ai_flags = source ? AI_PASSIVE : 0 };
+	struct addrinfo *ai;
+
+	if (getaddrinfo(node, service, &h, &ai))
+		return -FI_ENODATA;
+	memcpy(sin, ai->ai_addr, sizeof(*sin));
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* An address from the hints, in either format we take. */
+static int hint_addr(const void *addr, size_t len, struct sockaddr_in *sin)
+{
+	struct rvfi_addr a;
+	size_t n;
+	bool is_sin;
+
+	if (!addr)
+		return 0;
+	if (rvfi_addr_parse(addr, len, &a, &n, &is_sin))
+		return -FI_ENODATA;
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = a.ip;
+	sin->sin_port = a.port;
+	return 0;
+}
+
+/* This node's addresses (ours, any, loopback) all mean the device's. */
+static bool local_ip(uint32_t ip, uint32_t dev_ip)
+{
+	return ip == dev_ip || ip == htonl(INADDR_ANY) ||
+	       (ntohl(ip) >> 24) == IN_LOOPBACKNET;
+}
+
+static int set_addr(void **out, size_t *outlen, uint32_t format,
+		    const struct sockaddr_in *sin)
+{
+	if (format == FI_SOCKADDR_IN) {
+		*out = malloc(sizeof(*sin));
+		if (!*out)
+			return -FI_ENOMEM;
+		memcpy(*out, sin, sizeof(*sin));
+		*outlen = sizeof(*sin);
+	} else {
+		struct rvfi_addr *a = calloc(1, sizeof(*a));
+
+		if (!a)
+			return -FI_ENOMEM;
+		rvfi_addr_from_sin(a, sin);
+		*out = a;
+		*outlen = sizeof(*a);
+	}
+	return 0;
+}
+
+/*
+ * fi_getinfo(3)'s addressing: with FI_SOURCE node/service name the source,
+ * else the destination, and the source is then the one the route takes,
+ * which for rv is always the device's address.  The hints' src_addr and
+ * dest_addr are taken where node/service say nothing.  A source that is
+ * not this node's device address is FI_ENODATA: endpoints only bind there.
+ */
+static int fill_addrs(struct fi_info *fi, const char *node,
+		      const char *service, uint64_t flags,
+		      const struct fi_info *hints, uint32_t dev_ip)
+{
+	struct sockaddr_in src = { .sin_family = AF_INET }, dst;
+	bool have_dst = false;
+	int ret;
+
+	src.sin_addr.s_addr = dev_ip;
+	if (hints) {
+		ret = hint_addr(hints->src_addr, hints->src_addrlen, &src);
+		if (ret)
+			return ret;
+		if (hints->dest_addr) {
+			ret = hint_addr(hints->dest_addr, hints->dest_addrlen,
+					&dst);
+			if (ret)
+				return ret;
+			have_dst = true;
+		}
+	}
+	if ((flags & FI_SOURCE) && (node || service)) {
+		ret = resolve(node, service, true, &src);
+		if (ret)
+			return ret;
+	} else if (!(flags & FI_SOURCE) && (node || service)) {
+		ret = resolve(node, service, false, &dst);
+		if (ret)
+			return ret;
+		have_dst = true;
+	}
+	if (!local_ip(src.sin_addr.s_addr, dev_ip))
+		return -FI_ENODATA;
+	src.sin_addr.s_addr = dev_ip;
+	if (have_dst && local_ip(dst.sin_addr.s_addr, dev_ip))
+		dst.sin_addr.s_addr = dev_ip;
+	ret = set_addr(&fi->src_addr, &fi->src_addrlen, fi->addr_format, &src);
+	if (!ret && have_dst)
+		ret = set_addr(&fi->dest_addr, &fi->dest_addrlen,
+			       fi->addr_format, &dst);
+	return ret;
 }
 
 int rvfi_getinfo(uint32_t version, const char *node, const char *service,
@@ -171,8 +299,10 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 	int gid, ret;
 	struct fi_info *fi;
 
-	(void)node; (void)service; (void)flags;
 	*info = NULL;
+	/* FI_ADDR_STR nodes ("fi_...://") are not ours to parse. */
+	if (node && strstr(node, "://"))
+		return -FI_ENODATA;
 	if (access("/dev/rv", F_OK))
 		return -FI_ENODATA;
 	ret = rvfi_find_device(hd && hd->name ? hd->name : NULL, dev,
@@ -188,9 +318,16 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 		return -FI_ENOMEM;
 	fi->caps = pick_caps(hints);
 	fi->mode = 0;
-	fi->addr_format = FI_FORMAT_UNSPEC;
+	fi->addr_format = hints && (hints->addr_format == FI_SOCKADDR ||
+				    hints->addr_format == FI_SOCKADDR_IN) ?
+			  FI_SOCKADDR_IN : FI_FORMAT_UNSPEC;
+	ret = fill_addrs(fi, node, service, flags, hints, ip);
+	if (ret) {
+		fi_freeinfo(fi);
+		return ret;
+	}
 
-	fi->tx_attr->caps = fi->caps & ~(uint64_t)(FI_RECV | FI_DIRECTED_RECV);
+	fi->tx_attr->caps = fi->caps & RVFI_TX_CAPS;
 	fi->tx_attr->op_flags = hints && hints->tx_attr ?
 				hints->tx_attr->op_flags & FI_COMPLETION : 0;
 	fi->tx_attr->msg_order = FI_ORDER_SAS;
@@ -200,9 +337,11 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 	fi->tx_attr->iov_limit = RVFI_IOV_LIMIT;
 	fi->tx_attr->rma_iov_limit = 0;
 
-	fi->rx_attr->caps = fi->caps & ~(uint64_t)FI_SEND;
+	fi->rx_attr->caps = fi->caps & RVFI_RX_CAPS;
 	fi->rx_attr->op_flags = hints && hints->rx_attr ?
-				hints->rx_attr->op_flags & FI_COMPLETION : 0;
+				hints->rx_attr->op_flags &
+				(FI_COMPLETION | (fi->caps & FI_MULTI_RECV)) :
+				0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->total_buffered_recv = 0;

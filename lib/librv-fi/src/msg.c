@@ -240,6 +240,77 @@ static void fulfil(struct rvfi_ep *ep, struct rvfi_op *op, uint8_t wire_op,
 		rvfi_complete_ok(op);
 }
 
+/* ---- FI_MULTI_RECV (see struct rvfi_op) ------------------------------------ */
+
+/*
+ * The receive for one message of @len bytes in @parent's buffer: the rest
+ * of the buffer, of which the message takes what it needs (more is
+ * truncated, as any receive).  Retires the parent once fewer than
+ * min_multi_recv bytes are left.  NULL: out of memory.
+ */
+static struct rvfi_op *multi_child(struct rvfi_ep *ep, struct rvfi_op *parent,
+				   uint64_t len)
+{
+	struct rvfi_op *op = calloc(1, sizeof(*op));
+	size_t left = parent->len - parent->moff;
+
+	if (!op)
+		return NULL;
+	op->ep = ep;
+	op->kind = RVFI_RECV;
+	op->context = parent->context;
+	op->cq_flags = parent->cq_flags;
+	op->completion = parent->completion;
+	op->buf = (char *)parent->buf + parent->moff;
+	op->len = left;
+	op->peer = parent->peer;
+	op->src = FI_ADDR_NOTAVAIL;
+	op->mparent = parent;
+	parent->mchildren++;
+	parent->moff += len < left ? len : left;
+	left = parent->len - parent->moff;
+	if (!left || left < ep->min_multi_recv) {
+		rvfi_list_del(&parent->link);
+		parent->mretired = true;
+	}
+	return op;
+}
+
+/*
+ * The FI_MULTI_RECV flag of @op's completion: on the last child of a
+ * retired buffer, or on a cancelled buffer that has no child left.
+ */
+uint64_t rvfi_multi_flags(const struct rvfi_op *op)
+{
+	if (op->multi)
+		return op->mchildren ? 0 : FI_MULTI_RECV;
+	if (op->mparent && op->mparent->mretired &&
+	    op->mparent->mchildren == 1)
+		return FI_MULTI_RECV;
+	return 0;
+}
+
+/* A child is freed: the last one of a retired buffer frees it. */
+void rvfi_multi_put(struct rvfi_op *op)
+{
+	struct rvfi_op *parent = op->mparent;
+
+	op->mparent = NULL;
+	if (!--parent->mchildren && parent->mretired)
+		free(parent);
+}
+
+/*
+ * The buffer leaves posted_msg (cancel, endpoint close): true while
+ * children still use it, which then free it.
+ */
+bool rvfi_multi_hold(struct rvfi_op *op)
+{
+	rvfi_list_del(&op->link);
+	op->mretired = true;
+	return op->mchildren != 0;
+}
+
 /* An EAGER or RTS frame arrived from @from. */
 void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
 		  const struct rvfi_hdr *h, void *payload)
@@ -252,12 +323,18 @@ void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
 	rvfi_list_for_each_safe(pos, tmp, posted) {
 		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
 
-		if (matches(op, tagged, from, h->tag)) {
+		if (!matches(op, tagged, from, h->tag))
+			continue;
+		if (op->multi) {
+			op = multi_child(ep, op, h->len);
+			if (!op)
+				break;	/* kept as unexpected */
+		} else {
 			rvfi_list_del(&op->link);
-			fulfil(ep, op, h->op, h->flags, h->tag, h->data, h->len,
-			       h->msg_id, payload, from);
-			return;
 		}
+		fulfil(ep, op, h->op, h->flags, h->tag, h->data, h->len,
+		       h->msg_id, payload, from);
+		return;
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u)
@@ -347,11 +424,15 @@ static ssize_t do_recv(struct rvfi_ep *ep, void *buf, size_t len,
 		return -FI_EINVAL;
 	if ((flags & (FI_PEEK | FI_CLAIM)) && (!tagged || !context))
 		return -FI_EINVAL;
-	if (flags & FI_MULTI_RECV)
+	/* fi_msg(3) only; never with FI_PEEK / FI_CLAIM (tagged). */
+	if ((flags & FI_MULTI_RECV) && (tagged || !len ||
+					!(ep->caps & FI_MULTI_RECV)))
 		return -FI_EINVAL;
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -FI_ENOMEM;
+	rvfi_list_init(&op->link);
+	op->multi = flags & FI_MULTI_RECV;
 	op->kind = RVFI_RECV;
 	op->context = context;
 	op->cq_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
@@ -390,6 +471,25 @@ static ssize_t do_recv(struct rvfi_ep *ep, void *buf, size_t len,
 		if (flags & FI_DISCARD)
 			op->len = 0;
 		take_unexp(ep, op, u);
+		goto out;
+	}
+	/*
+	 * A multi-receive buffer takes what waits, until it retires (after
+	 * which its last child may free it: it is not touched again).
+	 */
+	while (op->multi && (u = find_unexp(ep, op, tagged))) {
+		struct rvfi_op *child = multi_child(ep, op, u->len);
+		bool retired = op->mretired;
+
+		if (!child)
+			break;
+		rvfi_list_del(&u->link);
+		take_unexp(ep, child, u);
+		if (retired)
+			goto out;
+	}
+	if (op->multi) {
+		rvfi_list_add_tail(&ep->posted_msg, &op->link);
 		goto out;
 	}
 	u = find_unexp(ep, op, tagged);

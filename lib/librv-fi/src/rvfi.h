@@ -52,6 +52,8 @@
  */
 #define RVFI_MAX_EAGER		((size_t)1 << 20)
 #define RVFI_ADDR_VERSION	2
+/* FI_OPT_MIN_MULTI_RECV's default: an inject-sized message still fits. */
+#define RVFI_MIN_MULTI_RECV	RVFI_INJECT_SIZE
 
 extern struct fi_provider rvfi_prov;
 
@@ -132,6 +134,31 @@ static inline bool rvfi_addr_eq(const struct rvfi_addr *a,
 	       a->nonce == b->nonce;
 }
 
+/*
+ * A bare address names a node and a TCP port only: made from a
+ * sockaddr_in (fi_getinfo's node/service, fi_av_insert of FI_SOCKADDR_IN)
+ * it has no slot, pid or nonce.  An endpoint's own nonce is never 0, so 0
+ * marks it.  Its HELLO carries to_nonce 0, which only a published
+ * endpoint (bound to a port the application chose, see tcp.c) admits.
+ */
+static inline bool rvfi_addr_bare(const struct rvfi_addr *a)
+{
+	return !a->nonce;
+}
+
+/* @a and @b name the same endpoint, as far as the barer one tells. */
+static inline bool rvfi_addr_match(const struct rvfi_addr *a,
+				   const struct rvfi_addr *b)
+{
+	if (rvfi_addr_bare(a) || rvfi_addr_bare(b))
+		return a->ip == b->ip && a->port == b->port;
+	return rvfi_addr_eq(a, b);
+}
+
+int rvfi_addr_from_sin(struct rvfi_addr *a, const struct sockaddr_in *sin);
+int rvfi_addr_parse(const void *buf, size_t avail, struct rvfi_addr *a,
+		    size_t *len, bool *is_sin);
+
 /* ---- fabric, domain ------------------------------------------------------ */
 
 struct rvfi_fabric {
@@ -170,6 +197,7 @@ struct rvfi_domain {
 struct rvfi_av_entry {
 	struct rvfi_addr addr;
 	bool used;
+	bool sin;	/* inserted as a sockaddr_in: fi_av_lookup gives one */
 };
 
 struct rvfi_av {
@@ -308,6 +336,18 @@ struct rvfi_op {
 	uint64_t src_id;	/* recv: the sender's msg id (for the CTS) */
 	struct rvfi_peer *from;	/* recv: who sent the RTS */
 	uint32_t src_slot;
+	/*
+	 * FI_MULTI_RECV.  The posted buffer (the parent) stays in
+	 * posted_msg while at least min_multi_recv bytes are left; each
+	 * message it matches gets a child op for the bytes at @moff, which
+	 * completes like any receive.  The parent is freed once retired and
+	 * childless; the last child's completion carries FI_MULTI_RECV.
+	 */
+	bool multi;		/* a parent */
+	bool mretired;		/* parent: out of posted_msg for good */
+	size_t moff;		/* parent: bytes handed to children */
+	uint32_t mchildren;	/* parent: children not yet freed */
+	struct rvfi_op *mparent;	/* child: its buffer's parent */
 };
 
 /* A message that arrived before a receive matched it. */
@@ -407,6 +447,12 @@ struct rvfi_ep {
 	uint64_t caps;
 	bool enabled;
 	size_t min_multi_recv;
+	/*
+	 * Bound to the port of the fi_info's src_addr (a service the
+	 * application chose): a well-known address, which admits HELLOs
+	 * to a bare address (to_nonce 0) as well as to its full one.
+	 */
+	bool published;
 
 	struct rv *rv;
 	int slot;
@@ -454,12 +500,15 @@ void rvfi_op_free(struct rvfi_op *op);
 /* msg.c */
 extern struct fi_ops_msg rvfi_msg_ops;
 extern struct fi_ops_tagged rvfi_tagged_ops;
+uint64_t rvfi_multi_flags(const struct rvfi_op *op);
+void rvfi_multi_put(struct rvfi_op *op);
+bool rvfi_multi_hold(struct rvfi_op *op);
 void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
 		  const struct rvfi_hdr *h, void *payload);
 ssize_t rvfi_cancel(struct rvfi_ep *ep, void *context);
 
 /* tcp.c */
-int rvfi_tcp_listen(struct rvfi_ep *ep);
+int rvfi_tcp_listen(struct rvfi_ep *ep, uint16_t port);
 int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
 		  const struct rvfi_hdr *h, const void *payload, bool copy,
 		  struct rvfi_op *op);

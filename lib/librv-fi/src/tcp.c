@@ -21,9 +21,10 @@
  * What an endpoint accepts from the network: sockets are bound to the
  * node's RDMA address (the GID's IPv4), not to every address.  A
  * connection's first frame must be a HELLO that carries the nonce of this
- * endpoint's address and names a sender whose IPv4 is the connection's
- * source; anything else closes the connection without a reply (counted,
- * FI_WARN).  Every frame's payload is bounded before anything is
+ * endpoint's address (or, for a published endpoint, one bound to a port
+ * the application chose, no nonce: 0) and names a sender whose IPv4 is
+ * the connection's source; anything else closes the connection without a
+ * reply (counted, FI_WARN).  Every frame's payload is bounded before anything is
  * allocated for it: by its type's fixed size, RVFI_MAX_EAGER, the keys a
  * CTS may carry, or, for RDATA, the bytes the receive asked for in its
  * CTS.  A frame out of bounds closes that connection only.
@@ -94,15 +95,26 @@ static uint64_t payload_len(const struct rvfi_hdr *h)
 
 /* ---- listener ------------------------------------------------------------ */
 
-int rvfi_tcp_listen(struct rvfi_ep *ep)
+/*
+ * @port (network order): the one the application chose (fi_getinfo's
+ * service with FI_SOURCE, or its src_addr), else 0 for any.  A chosen
+ * port is taken with SO_REUSEADDR, so that a server restarted on it does
+ * not wait for its old connections' TIME_WAIT; two live endpoints still
+ * cannot share it (EADDRINUSE, -FI_EADDRINUSE from fi_endpoint).
+ */
+int rvfi_tcp_listen(struct rvfi_ep *ep, uint16_t port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = port };
 	socklen_t len = sizeof(sin);
 	struct epoll_event ev;
+	int one = 1;
 
 	ep->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK |
 			       SOCK_CLOEXEC, 0);
 	if (ep->listen_fd < 0)
+		return -errno;
+	if (port && setsockopt(ep->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one,
+			       sizeof(one)))
 		return -errno;
 	/* Only the address in our name (the GID's): the RDMA network. */
 	sin.sin_addr.s_addr = ep->dom->ip;
@@ -282,8 +294,13 @@ static int hello_check(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		refuse(ep, c, true, "address version", h);
 		return -1;
 	}
-	/* Only someone given our address knows the nonce. */
-	if (m.to_nonce != ep->self.nonce) {
+	/*
+	 * Only someone given our address knows the nonce.  A published
+	 * endpoint's node and port are its address too (a bare one): to
+	 * them a HELLO without a nonce (0) is admitted, not a wrong one.
+	 */
+	if (m.to_nonce != ep->self.nonce &&
+	    (m.to_nonce || !ep->published)) {
 		refuse(ep, c, true, "wrong nonce", h);
 		return -1;
 	}

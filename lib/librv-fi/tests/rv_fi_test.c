@@ -751,6 +751,17 @@ static void t_hostile(void)
 		expect(fd, HOSTILE_MS, 1, "refuse-hello-wrong-nonce");
 		close(fd);
 
+		/*
+		 * No nonce (0: sent to a bare address), but A's endpoint
+		 * is not published (its port was not chosen): refused.
+		 */
+		fd = raw_connect();
+		m = forged_hello();
+		m.to_nonce = 0;
+		raw_hello(fd, &m, sizeof(m));
+		expect(fd, HOSTILE_MS, 1, "refuse-hello-bare-unpublished");
+		close(fd);
+
 		/* An address-only HELLO (no target nonce, older layout). */
 		fd = raw_connect();
 		m = forged_hello();
@@ -951,6 +962,373 @@ out:
 	sync_peer();
 }
 
+/* ---- addressing and FI_MULTI_RECV (issue 20) ---------------------------- */
+
+#define PUB_PORT	"18573"
+
+static void ip_str(const char *name, char *buf)
+{
+	struct rvfi_addr a = name_addr(name);
+
+	inet_ntop(AF_INET, &a.ip, buf, INET_ADDRSTRLEN);
+}
+
+static struct fi_info *addr_hints(uint32_t format, uint64_t caps)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		die("fi_allocinfo", ENOMEM);
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = caps;
+	h->addr_format = format;
+	h->fabric_attr->prov_name = strdup("rv");
+	return h;
+}
+
+/*
+ * fi_getinfo's node/service: with FI_SOURCE they are the source (our own
+ * node), else the destination; FI_SOCKADDR_IN or the provider's format;
+ * formats and sources the provider cannot take are FI_ENODATA.  Each node
+ * checks on its own.
+ */
+static void t_getinfo_addr(void)
+{
+	char me[INET_ADDRSTRLEN], him[INET_ADDRSTRLEN];
+	struct fi_info *h, *fi = NULL;
+	const struct sockaddr_in *sin;
+	const struct rvfi_addr *ra;
+	struct rvfi_addr self = name_addr(self_name);
+	int ret;
+
+	sync_peer();
+	ip_str(self_name, me);
+	ip_str(peer_name, him);
+
+	h = addr_hints(FI_SOCKADDR_IN, FI_MSG);
+	ret = fi_getinfo(FI_VERSION(1, 17), me, "18574", FI_SOURCE, h, &fi);
+	sin = fi ? fi->src_addr : NULL;
+	result(!ret && fi->addr_format == FI_SOCKADDR_IN &&
+	       fi->src_addrlen == sizeof(*sin) && sin &&
+	       sin->sin_family == AF_INET && sin->sin_port == htons(18574) &&
+	       sin->sin_addr.s_addr == self.ip && !fi->dest_addr,
+	       "getinfo-source-sockaddr-in", "ret %d format %u srclen %zu",
+	       ret, fi ? fi->addr_format : 0, fi ? fi->src_addrlen : 0);
+	fi_freeinfo(fi);
+	fi = NULL;
+
+	ret = fi_getinfo(FI_VERSION(1, 17), him, "18575", 0, h, &fi);
+	sin = fi ? fi->dest_addr : NULL;
+	result(!ret && fi->dest_addrlen == sizeof(*sin) && sin &&
+	       sin->sin_port == htons(18575) &&
+	       sin->sin_addr.s_addr == name_addr(peer_name).ip &&
+	       fi->src_addrlen == sizeof(*sin),
+	       "getinfo-dest-sockaddr-in", "ret %d destlen %zu", ret,
+	       fi ? fi->dest_addrlen : 0);
+	fi_freeinfo(fi);
+	fi = NULL;
+	fi_freeinfo(h);
+
+	/* The provider's format: a bare address (no nonce). */
+	h = addr_hints(FI_FORMAT_UNSPEC, FI_MSG);
+	ret = fi_getinfo(FI_VERSION(1, 17), him, "18575", 0, h, &fi);
+	ra = fi ? fi->dest_addr : NULL;
+	result(!ret && fi->dest_addrlen == sizeof(*ra) && ra &&
+	       rvfi_addr_valid(ra) && rvfi_addr_bare(ra) &&
+	       ra->port == htons(18575) &&
+	       ra->ip == name_addr(peer_name).ip && fi->src_addr,
+	       "getinfo-dest-provider", "ret %d destlen %zu", ret,
+	       fi ? fi->dest_addrlen : 0);
+	fi_freeinfo(fi);
+	fi = NULL;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, "18576", FI_SOURCE, h, &fi);
+	ra = fi ? fi->src_addr : NULL;
+	result(!ret && ra && fi->src_addrlen == sizeof(*ra) &&
+	       ra->port == htons(18576) && ra->ip == self.ip &&
+	       !fi->dest_addr, "getinfo-service-only-source", "ret %d", ret);
+	fi_freeinfo(fi);
+	fi = NULL;
+	/* Another node's address is no source of ours. */
+	ret = fi_getinfo(FI_VERSION(1, 17), him, NULL, FI_SOURCE, h, &fi);
+	result(ret == -FI_ENODATA, "getinfo-foreign-source-enodata",
+	       "ret %d", ret);
+	fi_freeinfo(fi);
+	fi = NULL;
+	fi_freeinfo(h);
+
+	h = addr_hints(FI_SOCKADDR_IN6, FI_MSG);
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi);
+	fi_freeinfo(h);
+	fi_freeinfo(fi);
+	fi = NULL;
+	h = addr_hints(FI_ADDR_STR, FI_MSG);
+	result(ret == -FI_ENODATA &&
+	       fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi) ==
+	       -FI_ENODATA, "getinfo-bad-format-enodata", "ret %d", ret);
+	fi_freeinfo(h);
+	fi_freeinfo(fi);
+}
+
+/* A's second endpoint, published on PUB_PORT, with FI_MULTI_RECV. */
+static struct fid_ep *ep2;
+static struct fid_av *av2;
+static struct fid_cq *cq2;
+static struct fi_info *info2;
+
+static void open_published(void)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_NONE };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fi_info *h = addr_hints(FI_FORMAT_UNSPEC,
+				       FI_MSG | FI_MULTI_RECV | FI_SOURCE);
+	int ret;
+
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, PUB_PORT, FI_SOURCE, h,
+			 &info2);
+	fi_freeinfo(h);
+	if (ret)
+		die("fi_getinfo(FI_SOURCE)", ret);
+	if ((ret = fi_av_open(domain, &ava, &av2, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &cq2, NULL)) ||
+	    (ret = fi_endpoint(domain, info2, &ep2, NULL)) ||
+	    (ret = fi_ep_bind(ep2, &av2->fid, 0)) ||
+	    (ret = fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(ep2)))
+		die("published endpoint", ret);
+}
+
+static void close_published(void)
+{
+	fi_close(&ep2->fid);
+	fi_close(&av2->fid);
+	fi_close(&cq2->fid);
+	fi_freeinfo(info2);
+}
+
+/* B: A's published endpoint, from fi_getinfo(A's node, PUB_PORT). */
+static fi_addr_t bare_peer(void)
+{
+	char him[INET_ADDRSTRLEN];
+	struct fi_info *h = addr_hints(FI_SOCKADDR_IN, FI_MSG), *fi = NULL;
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	int ret;
+
+	ip_str(peer_name, him);
+	ret = fi_getinfo(FI_VERSION(1, 17), him, PUB_PORT, 0, h, &fi);
+	fi_freeinfo(h);
+	if (ret || !fi->dest_addr)
+		die("fi_getinfo(node, service)", ret ? ret : EINVAL);
+	if (fi_av_insert(av, fi->dest_addr, 1, &a, 0, NULL) != 1)
+		die("fi_av_insert(sockaddr_in)", EINVAL);
+	fi_freeinfo(fi);
+	return a;
+}
+
+static int msend_wait(const void *buf, size_t len, fi_addr_t to)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int ret = POST(fi_send(ep, buf, len, NULL, to, &e));
+
+	if (!ret)
+		ret = wait_comp(txcq, &e, NULL, &err);
+	return ret == 1 ? 0 : -1;
+}
+
+/*
+ * In-band addressing as fabtests does it: B knows only A's node and the
+ * published port (a bare sockaddr_in address), sends its own fi_getname
+ * there; A inserts it and answers; the answer's FI_SOURCE is B's bare
+ * fi_addr, and a rendezvous to the bare address (which needs A's slot,
+ * learnt from A's HELLO) arrives intact.
+ */
+static void t_inband(fi_addr_t bare)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src = FI_ADDR_NOTAVAIL, b = FI_ADDR_NOTAVAIL;
+	size_t big = 1 << 20;
+	int ret;
+
+	sync_peer();
+	if (!server) {
+		result(msend_wait(self_name, name_len, bare) == 0,
+		       "inband-send-to-bare", "send failed");
+		ret = POST(fi_recv(ep, rbuf, 64, NULL, FI_ADDR_UNSPEC, &e));
+		if (!ret)
+			ret = wait_comp(rxcq, &e, &src, &err);
+		result(ret == 1 && e.len == 8 && check(rbuf, 8, 77) < 0 &&
+		       src == bare, "inband-reply-source-bare",
+		       "ret %d len %zu src %llu bare %llu", ret,
+		       ret == 1 ? e.len : 0, (unsigned long long)src,
+		       (unsigned long long)bare);
+		fill(sbuf, big, 78);
+		result(msend_wait(sbuf, big, bare) == 0, "inband-rndv-send",
+		       "send failed");
+		sync_peer();
+		return;
+	}
+	memset(rbuf, 0, 64);
+	ret = POST(fi_recv(ep2, rbuf, 64, NULL, FI_ADDR_UNSPEC, &e));
+	if (!ret)
+		ret = wait_comp(cq2, &e, &src, &err);
+	if (ret == 1 && e.len == name_len &&
+	    fi_av_insert(av2, rbuf, 1, &b, 0, NULL) == 1) {
+		fill(sbuf, 8, 77);
+		ret = POST(fi_send(ep2, sbuf, 8, NULL, b, &e));
+		if (!ret)
+			ret = wait_comp(cq2, &e, NULL, &err);
+	} else {
+		ret = -1;
+	}
+	result(ret == 1, "inband-exchange", "ret %d", ret);
+	memset(rbuf, 0, big);
+	ret = POST(fi_recv(ep2, rbuf, big, NULL, FI_ADDR_UNSPEC, &e));
+	if (!ret)
+		ret = wait_comp(cq2, &e, &src, &err);
+	result(ret == 1 && e.len == big && check(rbuf, big, 78) < 0 &&
+	       src == b, "inband-rndv", "ret %d src %llu", ret,
+	       (unsigned long long)src);
+	sync_peer();
+}
+
+/*
+ * FI_MULTI_RECV on A's published endpoint: one buffer takes eager and
+ * rendezvous messages at successive offsets until fewer than
+ * FI_OPT_MIN_MULTI_RECV bytes are left; only the completion that releases
+ * it (the last) carries FI_MULTI_RECV.  Then messages already waiting
+ * when the buffer is posted, one left over for the next receive.
+ */
+static void t_multi_recv(fi_addr_t bare)
+{
+	static const size_t sz[] = { 1000, 1000, 65536, 1000, 1000 };
+	const size_t n = sizeof(sz) / sizeof(sz[0]);
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context mctx;
+	struct iovec iov;
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1,
+			    .addr = FI_ADDR_UNSPEC, .context = &mctx };
+	size_t min = 1000, got, off, i, total = 500, flagged, seen;
+	bool ok = true;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		total += sz[i];
+	sync_peer();
+	if (!server) {
+		sync_peer();	/* A's buffer is posted */
+		for (i = 0; i < n; i++) {
+			fill(sbuf, sz[i], 900 + i);
+			ok &= msend_wait(sbuf, sz[i], bare) == 0;
+		}
+		for (i = 0; i < 3; i++) {
+			fill(sbuf, 1000, 950 + i);
+			ok &= msend_wait(sbuf, 1000, bare) == 0;
+		}
+		result(ok, "multi-recv-send", "send failed");
+		sync_peer();
+		sync_peer();
+		return;
+	}
+	got = sizeof(min);
+	ret = fi_setopt(&ep2->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			&min, sizeof(min));
+	if (!ret)
+		ret = fi_getopt(&ep2->fid, FI_OPT_ENDPOINT,
+				FI_OPT_MIN_MULTI_RECV, &min, &got);
+	result(!ret && min == 1000, "multi-recv-min-opt", "ret %d min %zu",
+	       ret, min);
+	memset(rbuf, 0, total);
+	iov.iov_base = rbuf;
+	iov.iov_len = total;
+	ret = POST(fi_recvmsg(ep2, &m, FI_MULTI_RECV));
+	if (ret)
+		diag("fi_recvmsg(FI_MULTI_RECV): %d", ret);
+	sync_peer();
+	/*
+	 * The rendezvous may complete after the eager messages behind it:
+	 * each completion is checked against the message at its offset.
+	 */
+	flagged = 0;
+	seen = 0;
+	for (i = 0; i < n && !ret; i++) {
+		size_t j;
+
+		ret = wait_comp(cq2, &e, NULL, &err);
+		if (ret != 1) {
+			ok = false;
+			diag("completion %zu: ret %d err %d", i, ret,
+			     ret ? 0 : err.err);
+			break;
+		}
+		for (j = 0, off = 0; j < n && rbuf + off != e.buf; j++)
+			off += sz[j];
+		if (j == n || (seen & (1u << j)) || e.op_context != &mctx ||
+		    e.len != sz[j] || !(e.flags & FI_RECV) ||
+		    !(e.flags & FI_MSG) || check(e.buf, sz[j], 900 + j) >= 0) {
+			ok = false;
+			diag("completion %zu: buf +%td (message %zu) len %zu flags %#llx",
+			     i, (char *)e.buf - rbuf, j, e.len,
+			     (unsigned long long)e.flags);
+		}
+		if (j < n)
+			seen |= 1u << j;
+		if (e.flags & FI_MULTI_RECV)
+			flagged |= 1u << i;
+		ret = 0;
+	}
+	result(ok && !ret && seen == (1u << n) - 1, "multi-recv-fill",
+	       "messages seen %#zx", seen);
+	result(flagged == 1u << (n - 1), "multi-recv-last-flag",
+	       "FI_MULTI_RECV on completions %#zx", flagged);
+
+	/* Three 1000-byte messages wait; a 2500-byte buffer takes two. */
+	sync_peer();
+	sync_peer();
+	iov.iov_len = 2500;
+	ok = true;
+	flagged = 0;
+	ret = POST(fi_recvmsg(ep2, &m, FI_MULTI_RECV));
+	for (i = 0; i < 2 && !ret; i++) {
+		ret = wait_comp(cq2, &e, NULL, &err);
+		if (ret != 1 || e.buf != rbuf + 1000 * i || e.len != 1000 ||
+		    check(e.buf, 1000, 950 + i) >= 0)
+			ok = false;
+		if (ret == 1 && (e.flags & FI_MULTI_RECV))
+			flagged |= 1u << i;
+		ret = ret == 1 ? 0 : -1;
+	}
+	if (!ret) {
+		ret = POST(fi_recv(ep2, rbuf + 4096, 1000, NULL,
+				   FI_ADDR_UNSPEC, &e));
+		if (!ret)
+			ret = wait_comp(cq2, &e, NULL, &err);
+		ok &= ret == 1 && !(e.flags & FI_MULTI_RECV) &&
+		      check(rbuf + 4096, 1000, 952) < 0;
+	}
+	result(ok && flagged == 2, "multi-recv-unexpected",
+	       "ret %d flagged %#zx", ret, flagged);
+}
+
+static void t_addressing(void)
+{
+	fi_addr_t bare = FI_ADDR_NOTAVAIL;
+
+	t_getinfo_addr();
+	if (server)
+		open_published();
+	sync_peer();
+	if (!server)
+		bare = bare_peer();
+	t_inband(bare);
+	t_multi_recv(bare);
+	sync_peer();
+	if (server)
+		close_published();
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT]\n");
@@ -990,6 +1368,7 @@ int main(int argc, char **argv)
 	t_misc();
 	t_hostile();
 	t_local();
+	t_addressing();
 
 	sync_peer();
 	fi_close(&ep->fid);

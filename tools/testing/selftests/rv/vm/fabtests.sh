@@ -15,8 +15,9 @@
 #
 # A pair test passes when both sides exit 0 and the output shows what
 # was checked (see the pattern of each).  The address exchange is
-# out of band (-E=PORT, one port per test): fi_getinfo of rv ignores
-# node/service (issue 20).  Tests that need what the provider does not
+# out of band (-E=PORT, one port per test), except for the *-inband runs
+# (fabtests' default: the client sends fi_getname over its first message
+# to the server's node and port).  Tests that need what the provider does not
 # claim are left out (see LEFT OUT below, and the README's "fabtests");
 # tests that fail today over rv because of a known gap of issue 20 are
 # SKIP lines with the reason, not passes.
@@ -82,16 +83,19 @@ pair() {
 	port=$((port + 1))
 	rv_barrier "$shared" "$name" 60 || true
 	t0=$SECONDS
+	# *-inband: fabtests' own in-band address exchange on the port.
+	local sopt=(-E="$port") copt=(-E="$port")
+	[[ $name == *-inband ]] && sopt=(-B "$port") copt=(-P "$port")
 	if [[ $RV_NODE -eq 0 ]]; then
 		rc=0
-		out=$(cd /tmp && timeout "$T" "$FTBIN/$1" -p rv -E="$port" \
+		out=$(cd /tmp && timeout "$T" "$FTBIN/$1" -p rv "${sopt[@]}" \
 			"${@:2}" 2>&1) || rc=$?
 	elif [[ $RV_NODE -eq 1 ]]; then
 		for try in 1 2 3 4 5 6 7 8 9 10; do
 			sleep 0.5
 			rc=0
 			out=$(cd /tmp && timeout "$T" "$FTBIN/$1" -p rv \
-				-E="$port" "${@:2}" "$server_ip" 2>&1) || rc=$?
+				"${copt[@]}" "${@:2}" "$server_ip" 2>&1) || rc=$?
 			if [[ $rc -eq 0 ]] || ! grep -q 'Connection refused' <<<"$out"; then
 				break
 			fi
@@ -157,8 +161,12 @@ unit mr-test 'Summary: all tests passed' \
 unit cntr-test 'Summary: all tests passed' \
 	"rv offers no counters (cntr_cnt 0): fi_cntr_test ran nothing" \
 	fi_cntr_test
-[[ $RV_NODE -eq 0 ]] && skip getinfo-test "fi_getinfo ignores node/service/FI_SOURCE and gives no source address (\"source addrlen not set\"), getinfo_caps1/2 fail with EIO (issue 20)"
-[[ $RV_NODE -eq 0 ]] && skip av-test "fi_av_test -e rdm: fi_getinfo(src, FI_SOURCE) with addr_format FI_SOCKADDR answers FI_ENODATA, exit 61 (issue 20)"
+# node/service/FI_SOURCE, both address formats, caps in tx/rx_attr; the AV
+# with FI_SOCKADDR_IN addresses (good ones: -g, node 1's address).
+unit getinfo-test 'Summary: all tests passed' '' fi_getinfo_test \
+	-s "$server_ip" "$(rv_node_ip 1)"
+unit av-test 'Summary: all tests passed' '' fi_av_test -e rdm \
+	-g "$(rv_node_ip 1)" -n 1 -s "$server_ip"
 
 rv_barrier "$shared" units-done 120 || true
 tap_diag "unit tests done at $SECONDS s"
@@ -184,10 +192,13 @@ pair rdm-multi-client 'Ping-pong succeeds' fi_rdm_multi_client -C 10 -I 5
 pair unmap-mem '^4k ' fi_unmap_mem -S 4096 -I 10
 pair bw '^1m ' fi_bw -e rdm -v -T 1 -W 2
 skip rdm-tagged-peek "FI_PEEK|FI_DISCARD leaves the message queued: the next FI_PEEK finds it (\"Checking to see if third msg was discarded\", exit 1; the sender then times out); a gap found here, not yet in issue 20"
-skip multi-recv "FI_MULTI_RECV not implemented: fi_getinfo FI_ENODATA (issue 20)"
+# One buffer per 64 (1k) or 32 (64k: rendezvous) messages, reposted on the
+# FI_MULTI_RECV completion; -v checks each message's data.
+pair multi-recv '^1k ' fi_multi_recv -e rdm -v -S 1024 -I 100
+pair multi-recv-rndv '^64k ' fi_multi_recv -e rdm -v -S 65536 -I 100
 skip rdm-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20); a pass would test nothing"
 skip bw-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20); a pass would test nothing"
-skip rdm-inband "fi_rdm with in-band addressing (no -E): fi_getinfo ignores node/service (issue 20)"
+pair rdm-inband 'Received data from client|Send completion received' fi_rdm
 
 # ---- benchmarks, with data checks -------------------------------------------------
 pair rdm-pingpong '^1m ' fi_rdm_pingpong -I 3 -w 1 -v -W 4
