@@ -251,6 +251,9 @@ static int frame_check(struct rvfi_ep *ep, struct rvfi_inconn *c,
 			return 0;
 		refuse(ep, c, false, "CTS out of bounds", h);
 		return -1;
+	case RVFI_OP_ACK:
+		/* No payload (payload_len()); an unknown msg_id is ignored. */
+		return 0;
 	case RVFI_OP_RDATA:
 		room = rvfi_rndv_rdata_room(ep, c->peer, h->token);
 		if (room < 0 && h->len <= RVFI_MAX_MSG_SIZE) {
@@ -301,6 +304,41 @@ static int hello_check(struct rvfi_ep *ep, struct rvfi_inconn *c,
 	return 0;
 }
 
+/* An ACK from @from: the send it names is complete. */
+static void ack_rx(struct rvfi_peer *from, uint64_t msg_id)
+{
+	struct rvfi_list *pos, *tmp;
+
+	rvfi_list_for_each_safe(pos, tmp, &from->ack_wait) {
+		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
+
+		if (op->msg_id == msg_id) {
+			rvfi_list_del(&op->link);
+			rvfi_complete_ok(op);
+			return;
+		}
+	}
+	RVFI_DBG("ACK for unknown message %llu\n", (unsigned long long)msg_id);
+}
+
+/*
+ * Tells @to that its message @msg_id got here (RVFI_F_ACK), on our own
+ * connection to it: its connection to us carries its frames only.  If
+ * the frame cannot be queued the sender's op fails when its connection
+ * to us breaks, or waits: there is no retry.
+ */
+void rvfi_send_ack(struct rvfi_ep *ep, struct rvfi_peer *to, uint64_t msg_id)
+{
+	struct rvfi_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.op = RVFI_OP_ACK;
+	h.msg_id = msg_id;
+	if (rvfi_tcp_send(ep, to, &h, NULL, false, NULL))
+		RVFI_WARN("ACK of message %llu not sent\n",
+			  (unsigned long long)msg_id);
+}
+
 static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		    const struct rvfi_hdr *h, void *payload)
 {
@@ -317,6 +355,12 @@ static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		return 0;
 	case RVFI_OP_RDATA:
 		rvfi_rndv_rdata(ep, c->peer, h, payload);
+		/* Copied into the receive (or it was complete already). */
+		if (h->flags & RVFI_F_ACK)
+			rvfi_send_ack(ep, c->peer, h->msg_id);
+		return 0;
+	case RVFI_OP_ACK:
+		ack_rx(c->peer, h->msg_id);
 		return 0;
 	default:
 		return -1;
@@ -371,6 +415,9 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 		avail -= sizeof(struct rvfi_hdr);
 		plen = payload_len(&c->hdr);
 		if (discard) {
+			/* An RDATA whose receive is complete: still acked. */
+			if (c->hdr.flags & RVFI_F_ACK)
+				rvfi_send_ack(ep, c->peer, c->hdr.msg_id);
 			c->skip = plen;
 			continue;
 		}
@@ -486,7 +533,7 @@ static void txf_free(struct rvfi_txf *f)
 
 /*
  * Closes the outgoing connection; frames not written yet fail their
- * sends.  The next frame for the peer connects again.
+ * sends, and so do sends waiting for an ACK.  The next frame for the peer connects again.
  */
 void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p)
 {
@@ -500,9 +547,17 @@ void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p)
 	rvfi_list_for_each_safe(pos, tmp, &p->txq) {
 		struct rvfi_txf *f = container_of(pos, struct rvfi_txf, link);
 
-		if (f->op)
+		/* Those waiting for an ACK fail below, once. */
+		if (f->op && !f->op->ack)
 			rvfi_complete_err(f->op, FI_EIO, 0);
 		txf_free(f);
+	}
+	/* Sent, maybe received: an ACK would have come on this peer. */
+	rvfi_list_for_each_safe(pos, tmp, &p->ack_wait) {
+		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
+
+		rvfi_list_del(&op->link);
+		rvfi_complete_err(op, FI_EIO, 0);
 	}
 }
 
@@ -517,7 +572,8 @@ static void peer_fail(struct rvfi_ep *ep, struct rvfi_peer *p, int err)
 	char ip[INET_ADDRSTRLEN];
 
 	inet_ntop(AF_INET, &p->addr.ip, ip, sizeof(ip));
-	if (rvfi_list_empty(&p->txq) && rvfi_list_empty(&p->rndv_sends))
+	if (rvfi_list_empty(&p->txq) && rvfi_list_empty(&p->rndv_sends) &&
+	    rvfi_list_empty(&p->ack_wait))
 		RVFI_INFO("connection to %s:%u closed: %s\n", ip,
 			  ntohs(p->addr.port), strerror(err));
 	else
@@ -579,8 +635,12 @@ static void flush(struct rvfi_ep *ep, struct rvfi_peer *p)
 				return;	/* the socket is full */
 			}
 			n -= left;
-			/* An eager send is complete once TCP has its data. */
-			if (f->op)
+			/*
+			 * FI_INJECT_COMPLETE: an eager send is complete once
+			 * TCP has its data; the other levels wait for the
+			 * receiver's ACK (on ack_wait already).
+			 */
+			if (f->op && !f->op->ack)
 				rvfi_complete_ok(f->op);
 			txf_free(f);
 		}

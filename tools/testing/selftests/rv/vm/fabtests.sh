@@ -183,16 +183,20 @@ pair msg-inj-complete-n 'GOOD: Completed FI_INJECT_COMPLETE Testing' \
 pair rdm-multi-client 'Ping-pong succeeds' fi_rdm_multi_client -C 10 -I 5
 pair unmap-mem '^4k ' fi_unmap_mem -S 4096 -I 10
 pair bw '^1m ' fi_bw -e rdm -v -T 1 -W 2
-skip rdm-tagged-peek "FI_PEEK|FI_DISCARD leaves the message queued: the next FI_PEEK finds it (\"Checking to see if third msg was discarded\", exit 1; the sender then times out); a gap found here, not yet in issue 20"
+# FI_PEEK, FI_PEEK|FI_CLAIM, FI_CLAIM, FI_PEEK|FI_DISCARD, FI_CLAIM|FI_DISCARD
+pair rdm-tagged-peek 'Retrieving fifth message|Waiting for messages to complete' \
+	fi_rdm_tagged_peek
 skip multi-recv "FI_MULTI_RECV not implemented: fi_getinfo FI_ENODATA (issue 20)"
-skip rdm-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20); a pass would test nothing"
-skip bw-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20); a pass would test nothing"
+# -U: FI_DELIVERY_COMPLETE in tx_attr->op_flags; eager sends complete on
+# the receiver's ACK (lib/librv-fi/README.md, "Completion levels")
+pair rdm-u 'Received data from client|Send completion received' fi_rdm -U
+pair bw-u '^1m ' fi_bw -e rdm -v -T 1 -W 2 -U
 skip rdm-inband "fi_rdm with in-band addressing (no -E): fi_getinfo ignores node/service (issue 20)"
 
 # ---- benchmarks, with data checks -------------------------------------------------
 pair rdm-pingpong '^1m ' fi_rdm_pingpong -I 3 -w 1 -v -W 4
 pair rdm-tagged-pingpong '^1m ' fi_rdm_tagged_pingpong -I 3 -w 1 -v -W 4
 pair rdm-tagged-bw '^1m ' fi_rdm_tagged_bw -I 3 -w 1 -v -W 4
-skip rdm-tagged-bw-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20)"
+pair rdm-tagged-bw-u '^1m ' fi_rdm_tagged_bw -I 3 -w 1 -v -W 4 -U
 
 tap_end
