@@ -10,6 +10,11 @@
  * fine for the consumers this provider is for (MPI's MTL serialises its
  * calls anyway).
  *
+ * No call sleeps or waits for the network under that lock, with one
+ * exception avoided on purpose: closing an endpoint's rv file, which
+ * waits for its writes in flight, runs after the endpoint left the
+ * domain, without the lock (ep_close()).
+ *
  * Wire: small messages and the rendezvous control messages go over one
  * TCP connection per direction between two endpoints (see tcp.c); large
  * messages over rv's RDMA WRITE with immediate (see rndv.c).
