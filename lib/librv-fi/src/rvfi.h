@@ -263,7 +263,10 @@ enum rvfi_wire_op {
  * (FI_TRANSMIT_COMPLETE) the receiver acks when its provider has read the
  * frame; with RVFI_F_DC (FI_DELIVERY_COMPLETE, EAGER) when a receive
  * matched it or FI_DISCARD dropped it.  An RDATA is acked once copied
- * into its receive, which was matched before its CTS.
+ * into its receive, which was matched before its CTS.  ACK frames are
+ * the one thing that travels back on a connection, from its acceptor to
+ * its connector: it is established already, so an ACK is on the wire
+ * at once, also when the receiver closes right after.
  */
 #define RVFI_F_ACK	(1u << 3)
 #define RVFI_F_DC	(1u << 4)
@@ -401,6 +404,9 @@ struct rvfi_peer {
 	struct rvfi_list txq;		/* struct rvfi_txf, in order */
 	struct rvfi_list rndv_sends;	/* ops waiting for CTS or writing */
 	struct rvfi_list ack_wait;	/* sends waiting for an ACK */
+	/* an ACK frame being read from @fd (the wire's byte order) */
+	char ackin[sizeof(struct rvfi_hdr)];
+	size_t ackin_len;
 	struct rvfi_node *node;		/* NULL: same node, or not yet */
 	bool local;			/* same IPv4 as us: TCP only */
 	fi_addr_t src;			/* FI_SOURCE cache ... */
@@ -432,6 +438,9 @@ struct rvfi_inconn {
 	char pre[sizeof(struct rvfi_hdr) + sizeof(struct rvfi_hello)];
 	size_t pre_len;
 	struct rvfi_rbuf *rbuf;		/* what recv() returned, unparsed */
+	/* ACK frames for the peer, wire order, not yet taken by send() */
+	char *ackq;
+	size_t ackq_len, ackq_cap;
 	struct rvfi_big *big;		/* a payload larger than @rbuf */
 };
 
