@@ -1139,14 +1139,18 @@ static void t_complete_levels(void)
 	/* 1: stopped receiver */
 	sync_peer();
 	if (server) {
-		usleep(2000 * 1000);	/* no provider call at all */
+		/*
+		 * No provider call at all, well beyond B's 1 s window: a
+		 * loaded TCG host can stall a guest for a good part of it.
+		 */
+		usleep(3500 * 1000);
 		sync_peer();
 		result(recv_tags(0xc0e10, 2), "tc-stopped-recv", "lost");
 	} else {
 		bool ok = tsend_flags(0xc0e10, FI_INJECT_COMPLETE, &c1) == 0 &&
 			  tsend_flags(0xc0e11, FI_TRANSMIT_COMPLETE, &c2) == 0;
 
-		have = poll_tx(1200, &c1, &c2, 0);
+		have = poll_tx(1000, &c1, &c2, 0);
 		result(ok && have == 1, "tc-waits-for-peer",
 		       "inject-complete %s, transmit-complete %s while the receiver is stopped",
 		       have & 1 ? "done" : "not done",
