@@ -2,9 +2,10 @@
 /*
  * Completion queues.  Entries are kept in the widest format (tagged, plus
  * the source address for fi_cq_readfrom) and narrowed to the CQ's format
- * when read.  The queue grows instead of overflowing: a completion is
- * never lost, and FI_RM_ENABLED holds without a credit scheme.  Reading
- * drives the domain's progress (FI_PROGRESS_MANUAL).
+ * when read.  The CQ holds attr->size entries (RVFI_QUEUE_SIZE if 0);
+ * how a full CQ is handled (reservation under FI_RM_ENABLED, the overrun
+ * state otherwise) is described at struct rvfi_cq.  Reading drives the
+ * domain's progress (FI_PROGRESS_MANUAL).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,28 +25,52 @@ static size_t entry_size(enum fi_cq_format f)
 	}
 }
 
+/*
+ * Reserves @op's entry in @cq (NULL: none bound, nothing to reserve).
+ * -FI_EAGAIN when every entry is taken or promised (FI_RM_ENABLED): the
+ * application reads the CQ and posts again.
+ */
+int rvfi_op_reserve(struct rvfi_op *op, struct rvfi_cq *cq)
+{
+	if (!cq || cq->dom->rm_disabled)
+		return 0;
+	if (cq->count + cq->nerr + cq->reserved >= cq->size)
+		return -FI_EAGAIN;
+	cq->reserved++;
+	op->rcq = cq;
+	return 0;
+}
+
+/* Gives @op's reserved entry back: it is about to be used, or never. */
+void rvfi_op_unreserve(struct rvfi_op *op)
+{
+	if (op->rcq) {
+		op->rcq->reserved--;
+		op->rcq = NULL;
+	}
+}
+
+/* Room for one more entry, or the CQ enters the overrun state. */
+static bool cq_room(struct rvfi_cq *cq)
+{
+	if (cq->count + cq->nerr < cq->size)
+		return true;
+	if (!cq->overrun || !(cq->lost & (cq->lost - 1)))
+		RVFI_WARN("CQ overrun (FI_RM_DISABLED): %llu completions lost so far, reported as -FI_EOVERRUN\n",
+			  (unsigned long long)cq->lost + 1);
+	cq->overrun = true;
+	cq->lost++;
+	return false;
+}
+
 void rvfi_cq_push(struct rvfi_cq *cq, void *ctx, uint64_t flags, size_t len,
 		  void *buf, uint64_t data, uint64_t tag, fi_addr_t src)
 {
 	struct rvfi_cqe *e;
 
-	if (cq->count == cq->cap) {
-		size_t cap = cq->cap ? cq->cap * 2 : 256, i;
-		struct rvfi_cqe *r = malloc(cap * sizeof(*r));
-
-		if (!r) {
-			/* Nothing sane to do but say so: the op is lost. */
-			RVFI_WARN("CQ: out of memory, completion dropped\n");
-			return;
-		}
-		for (i = 0; i < cq->count; i++)
-			r[i] = cq->ring[(cq->head + i) % cq->cap];
-		free(cq->ring);
-		cq->ring = r;
-		cq->head = 0;
-		cq->cap = cap;
-	}
-	e = &cq->ring[(cq->head + cq->count) % cq->cap];
+	if (!cq_room(cq))
+		return;
+	e = &cq->ring[(cq->head + cq->count) % cq->size];
 	e->e.op_context = ctx;
 	e->e.flags = flags;
 	e->e.len = len;
@@ -60,11 +85,17 @@ void rvfi_cq_push_err(struct rvfi_cq *cq, void *ctx, uint64_t flags,
 		      size_t len, void *buf, uint64_t data, uint64_t tag,
 		      size_t olen, int err, int prov_errno, fi_addr_t src)
 {
-	struct rvfi_cq_err *ce = calloc(1, sizeof(*ce));
+	struct rvfi_cq_err *ce;
 
 	(void)src;
+	if (!cq_room(cq))
+		return;
+	ce = calloc(1, sizeof(*ce));
 	if (!ce) {
-		RVFI_WARN("CQ: out of memory, error completion dropped\n");
+		/* Reported like an overrun: fi_cq_read says -FI_EOVERRUN. */
+		RVFI_WARN("CQ: out of memory, error completion lost\n");
+		cq->overrun = true;
+		cq->lost++;
 		return;
 	}
 	ce->e.op_context = ctx;
@@ -94,13 +125,16 @@ static ssize_t cq_take(struct rvfi_cq *cq, void *buf, size_t count,
 		memcpy(out + n * esz, &e->e, esz);
 		if (src)
 			src[n] = e->src;
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = (cq->head + 1) % cq->size;
 		cq->count--;
 		n++;
 	}
 	if (n)
 		return n;
-	return cq->nerr ? -FI_EAVAIL : -FI_EAGAIN;
+	if (cq->nerr)
+		return -FI_EAVAIL;
+	/* fi_cq(3): once the valid entries are read, an overrun CQ says so. */
+	return cq->overrun ? -FI_EOVERRUN : -FI_EAGAIN;
 }
 
 static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count,
@@ -294,9 +328,17 @@ int rvfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		return -FI_ENOSYS;
 	if (attr->flags & ~(uint64_t)FI_AFFINITY)
 		return -FI_EINVAL;
+	if (attr->size > RVFI_CQ_MAX_SIZE)
+		return -FI_EINVAL;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -FI_ENOMEM;
+	cq->size = attr->size ? attr->size : RVFI_QUEUE_SIZE;
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return -FI_ENOMEM;
+	}
 	cq->dom = dom;
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ?
 		     FI_CQ_FORMAT_CONTEXT : attr->format;

@@ -229,6 +229,8 @@ int rvfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	rvfi_list_init(&dom->eps);
 	dom->threading = info && info->domain_attr ?
 			 info->domain_attr->threading : FI_THREAD_SAFE;
+	dom->rm_disabled = info && info->domain_attr &&
+			   info->domain_attr->resource_mgmt == FI_RM_DISABLED;
 	dom->fab = fab;
 	dom->dom.fid.fclass = FI_CLASS_DOMAIN;
 	dom->dom.fid.context = context;

@@ -58,6 +58,7 @@ struct rvfi_peer *rvfi_peer_get(struct rvfi_ep *ep, const struct rvfi_addr *a)
 	p->src_gen = UINT64_MAX;
 	rvfi_list_init(&p->txq);
 	rvfi_list_init(&p->rndv_sends);
+	rvfi_list_init(&p->ack_wait);
 	rvfi_list_add_tail(&ep->peers, &p->link);
 	return p;
 }
@@ -110,7 +111,9 @@ void rvfi_op_free(struct rvfi_op *op)
 		return;
 	if (op->mparent)
 		rvfi_multi_put(op);
-	if (op->mr > 0)
+	rvfi_op_unreserve(op);
+	/* Closing: rv_close(), outside the domain lock, frees them all. */
+	if (op->mr > 0 && !op->ep->closing)
 		rv_dereg_mem(op->ep->rv, op->mr);
 	free(op->rkeys);
 	free(op);
@@ -120,6 +123,8 @@ void rvfi_complete_ok(struct rvfi_op *op)
 {
 	struct rvfi_ep *ep = op->ep;
 
+	/* The reserved entry becomes this one. */
+	rvfi_op_unreserve(op);
 	if (op->kind == RVFI_SEND) {
 		if (op->completion && ep->tx_cq)
 			rvfi_cq_push(ep->tx_cq, op->context, op->cq_flags, 0,
@@ -139,6 +144,7 @@ void rvfi_complete_err(struct rvfi_op *op, int err, size_t olen)
 	struct rvfi_ep *ep = op->ep;
 	struct rvfi_cq *cq = op->kind == RVFI_SEND ? ep->tx_cq : ep->rx_cq;
 
+	rvfi_op_unreserve(op);
 	if (cq)
 		rvfi_cq_push_err(cq, op->context,
 				 op->cq_flags | rvfi_multi_flags(op),
@@ -382,7 +388,10 @@ static void free_unexp(struct rvfi_list *head)
 	}
 }
 
-/* Frees everything the endpoint holds; the domain lock is held. */
+/*
+ * Frees everything the endpoint holds but its rv file; the domain lock is
+ * held.  The caller closes the rv file (rv_close()).
+ */
 static void ep_teardown(struct rvfi_ep *ep)
 {
 	struct rvfi_list *pos, *tmp;
@@ -405,17 +414,27 @@ static void ep_teardown(struct rvfi_ep *ep)
 	free_unexp(&ep->unexp_tagged);
 	if (ep->listen_fd >= 0)
 		close(ep->listen_fd);
-	rv_close(ep->rv);
 	free(ep->by_fiaddr);
 	free(ep->tokens);
 }
 
+/*
+ * Under the domain lock: the endpoint leaves the domain (its sockets
+ * closed, its rv fd out of the epoll set, its operations failed or freed,
+ * the MRs left to rv_close()), so no progress call can reach it any more.
+ * Then, without the lock, rv_close(): it waits for the rv writes still in
+ * flight, up to the QP timeouts (~30 s to a dead node), and the domain's
+ * other endpoints must not wait with it.
+ */
 static int ep_close(struct fid *fid)
 {
 	struct rvfi_ep *ep = container_of(fid, struct rvfi_ep, ep.fid);
 	struct rvfi_domain *dom = ep->dom;
 
 	pthread_mutex_lock(&dom->lock);
+	ep->closing = true;
+	if (ep->rv)
+		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, rv_fd(ep->rv), NULL);
 	RVFI_INFO("ep slot %d: eager tx %llu rx %llu, rendezvous tx %llu (%llu over TCP) rx %llu, refused %llu HELLOs %llu frames\n",
 		  ep->slot, (unsigned long long)ep->n_eager_tx,
 		  (unsigned long long)ep->n_eager_rx,
@@ -432,9 +451,17 @@ static int ep_close(struct fid *fid)
 	if (ep->rx_cq)
 		ep->rx_cq->refs--;
 	rvfi_list_del(&ep->link);
+	pthread_mutex_unlock(&dom->lock);
+
+	/* Lets a test see that the slow part runs without the lock. */
+	if (rvfi_env.close_delay_ms)
+		usleep(rvfi_env.close_delay_ms * 1000u);
+	rv_close(ep->rv);
+	free(ep);
+	/* Last: the domain cannot close while this endpoint still counts. */
+	pthread_mutex_lock(&dom->lock);
 	dom->refs--;
 	pthread_mutex_unlock(&dom->lock);
-	free(ep);
 	return 0;
 }
 
@@ -577,8 +604,10 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	if (!ret)
 		ret = rvfi_tcp_listen(ep, src.port);
 	if (ret) {
+		ep->closing = true;
 		ep_teardown(ep);
 		pthread_mutex_unlock(&dom->lock);
+		rv_close(ep->rv);
 		free(ep);
 		return ret;
 	}

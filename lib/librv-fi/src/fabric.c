@@ -90,6 +90,13 @@ void rvfi_env_init(void)
 	v = getenv("FI_RV_DEVICE");
 	if (v && *v)
 		snprintf(rvfi_env.device, sizeof(rvfi_env.device), "%s", v);
+	/* Tests only: bounded, a typo cannot hang a close for long. */
+	v = getenv("FI_RV_CLOSE_DELAY_MS");
+	if (v && *v) {
+		unsigned long ms = strtoul(v, NULL, 0);
+
+		rvfi_env.close_delay_ms = ms > 10000 ? 10000 : ms;
+	}
 	job_key_init();
 }
 

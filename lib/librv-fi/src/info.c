@@ -134,6 +134,9 @@ static int check_hints(const struct fi_info *h,
 	if (h->tx_attr) {
 		if (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS)
 			return -FI_ENODATA;
+		/* Completion levels: all but FI_COMMIT_COMPLETE (msg.c). */
+		if (h->tx_attr->op_flags & FI_COMMIT_COMPLETE)
+			return -FI_ENODATA;
 		if (h->tx_attr->inject_size > RVFI_INJECT_SIZE)
 			return -FI_ENODATA;
 		if (h->tx_attr->iov_limit > RVFI_IOV_LIMIT)
@@ -329,7 +332,10 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 
 	fi->tx_attr->caps = fi->caps & RVFI_TX_CAPS;
 	fi->tx_attr->op_flags = hints && hints->tx_attr ?
-				hints->tx_attr->op_flags & FI_COMPLETION : 0;
+				hints->tx_attr->op_flags &
+				(FI_COMPLETION | FI_INJECT_COMPLETE |
+				 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE) :
+				0;
 	fi->tx_attr->msg_order = FI_ORDER_SAS;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = RVFI_INJECT_SIZE;

@@ -2,7 +2,8 @@
 /*
  * FI_MSG and FI_TAGGED: posting sends and receives, matching arrivals
  * against posted receives (in posting order, as MPI needs), the
- * unexpected-message queues, cancel, and FI_PEEK / FI_CLAIM.
+ * unexpected-message queues, cancel, FI_PEEK / FI_CLAIM / FI_DISCARD, and
+ * the completion levels of sends (ack_level()).
  *
  * A send of at most FI_RV_RNDV_THRESHOLD bytes (or an inject) is one
  * EAGER frame on the TCP connection; a larger one is an RTS, and the data
@@ -15,6 +16,25 @@
 #include "rvfi.h"
 
 /* ---- sends --------------------------------------------------------------- */
+
+/*
+ * The completion level of a send (fi_cq(3)) as the RVFI_F_ACK flags its
+ * frames carry: none for FI_INJECT_COMPLETE (the default: the buffer is
+ * reusable once TCP has the data, or once the rv writes completed);
+ * RVFI_F_ACK for FI_TRANSMIT_COMPLETE (the peer's provider read the
+ * frame); RVFI_F_ACK|RVFI_F_DC for FI_DELIVERY_COMPLETE (a receive took
+ * it).  A rendezvous to another node needs no ACK at any level: its CTS
+ * came from the receive that matched it, and a write completes once the
+ * target's RC QP has the data.
+ */
+static uint8_t ack_level(uint64_t flags)
+{
+	if (flags & FI_DELIVERY_COMPLETE)
+		return RVFI_F_ACK | RVFI_F_DC;
+	if (flags & FI_TRANSMIT_COMPLETE)
+		return RVFI_F_ACK;
+	return 0;
+}
 
 static ssize_t do_send(struct rvfi_ep *ep, const void *buf, size_t len,
 		       fi_addr_t dest, uint64_t tag, uint64_t data,
@@ -29,6 +49,9 @@ static ssize_t do_send(struct rvfi_ep *ep, const void *buf, size_t len,
 
 	if (len && !buf)
 		return -FI_EINVAL;
+	/* FI_COMMIT_COMPLETE (persistent memory) is not offered. */
+	if (flags & FI_COMMIT_COMPLETE)
+		return -FI_EBADFLAGS;
 	if (len > RVFI_MAX_MSG_SIZE || (inject && len > RVFI_INJECT_SIZE))
 		return -FI_EMSGSIZE;
 	pthread_mutex_lock(&ep->dom->lock);
@@ -63,6 +86,12 @@ static ssize_t do_send(struct rvfi_ep *ep, const void *buf, size_t len,
 		op->has_data = flags & FI_REMOTE_CQ_DATA;
 		op->peer = p;
 		op->src = FI_ADDR_NOTAVAIL;
+		op->ack = ack_level(flags);
+		ret = rvfi_op_reserve(op, ep->tx_cq);
+		if (ret) {
+			free(op);
+			goto out;
+		}
 	}
 	memset(&h, 0, sizeof(h));
 	h.flags = (tagged ? RVFI_F_TAGGED : 0) |
@@ -76,10 +105,18 @@ static ssize_t do_send(struct rvfi_ep *ep, const void *buf, size_t len,
 	} else {
 		h.op = RVFI_OP_EAGER;
 		ep->n_eager_tx++;
+		/* On ack_wait before it can be written (and failed). */
+		if (op && op->ack) {
+			h.flags |= op->ack;
+			h.msg_id = op->msg_id = ++ep->next_msg_id;
+			rvfi_list_add_tail(&p->ack_wait, &op->link);
+		}
 		ret = rvfi_tcp_send(ep, p, &h, buf, inject, op);
+		if (ret && op && op->ack)
+			rvfi_list_del(&op->link);
 	}
 	if (ret && op)
-		free(op);
+		rvfi_op_free(op);
 	if (!ret)
 		rvfi_progress(ep->dom);
 out:
@@ -232,6 +269,9 @@ static void fulfil(struct rvfi_ep *ep, struct rvfi_op *op, uint8_t wire_op,
 		return;
 	}
 	ep->n_eager_rx++;
+	/* FI_DELIVERY_COMPLETE: a receive has it now. */
+	if (flags & RVFI_F_DC)
+		rvfi_send_ack(ep, from, msg_id);
 	if (op->xfer)
 		memcpy(op->buf, payload, op->xfer);
 	if (op->olen)
@@ -256,6 +296,21 @@ static struct rvfi_op *multi_child(struct rvfi_ep *ep, struct rvfi_op *parent,
 
 	if (!op)
 		return NULL;
+	/*
+	 * Each message gets its own CQ entry (FI_RM_ENABLED): the first
+	 * takes the one reserved when the buffer was posted, the others
+	 * reserve theirs now.  With the CQ full the message waits as
+	 * unexpected, in order, until a CQ read makes room
+	 * (rvfi_multi_retry()): a completion is never lost.
+	 */
+	if (parent->rcq) {
+		op->rcq = parent->rcq;
+		parent->rcq = NULL;
+	} else if (rvfi_op_reserve(op, ep->rx_cq)) {
+		free(op);
+		ep->multi_stalled = true;
+		return NULL;
+	}
 	op->ep = ep;
 	op->kind = RVFI_RECV;
 	op->context = parent->context;
@@ -296,8 +351,10 @@ void rvfi_multi_put(struct rvfi_op *op)
 	struct rvfi_op *parent = op->mparent;
 
 	op->mparent = NULL;
-	if (!--parent->mchildren && parent->mretired)
+	if (!--parent->mchildren && parent->mretired) {
+		rvfi_op_unreserve(parent);
 		free(parent);
+	}
 }
 
 /*
@@ -320,6 +377,16 @@ void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
 	struct rvfi_list *pos, *tmp;
 	struct rvfi_unexp *u;
 
+	/* FI_TRANSMIT_COMPLETE: our provider has it, matched or not. */
+	if (h->op == RVFI_OP_EAGER &&
+	    (h->flags & (RVFI_F_ACK | RVFI_F_DC)) == RVFI_F_ACK)
+		rvfi_send_ack(ep, from, h->msg_id);
+	/* Untagged messages kept waiting for CQ room come first. */
+	if (!tagged) {
+		rvfi_multi_retry(ep);
+		if (ep->multi_stalled)
+			goto unexpected;
+	}
 	rvfi_list_for_each_safe(pos, tmp, posted) {
 		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
 
@@ -336,6 +403,7 @@ void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
 		       h->msg_id, payload, from);
 		return;
 	}
+unexpected:
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		goto oom;
@@ -387,6 +455,84 @@ static void take_unexp(struct rvfi_ep *ep, struct rvfi_op *op,
 	free(u);
 }
 
+/*
+ * Feeds the untagged messages waiting as unexpected to multi-receive
+ * buffer @op.  True once @op retired (its last child may free it: the
+ * caller must not touch it again).
+ */
+static bool multi_take_waiting(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_unexp *u;
+
+	while ((u = find_unexp(ep, op, false))) {
+		struct rvfi_op *child = multi_child(ep, op, u->len);
+		bool retired = op->mretired;
+
+		if (!child)
+			return false;
+		rvfi_list_del(&u->link);
+		take_unexp(ep, child, u);
+		if (retired)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Messages kept waiting because the CQ was full (multi_child()) go to
+ * the posted multi-receive buffers, in order, once there is room.
+ */
+void rvfi_multi_retry(struct rvfi_ep *ep)
+{
+	struct rvfi_list *pos, *tmp;
+
+	if (!ep->multi_stalled)
+		return;
+	ep->multi_stalled = false;
+	rvfi_list_for_each_safe(pos, tmp, &ep->posted_msg) {
+		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
+
+		if (!op->multi)
+			continue;
+		if (!multi_take_waiting(ep, op) && ep->multi_stalled)
+			return;
+	}
+}
+
+/*
+ * FI_DISCARD (with FI_PEEK, or FI_CLAIM of a claimed message): the
+ * message is dropped and @op completes successfully with the message's
+ * tag, data and length and no data moved.  Its sender is released: an
+ * RTS gets a CTS for 0 bytes (the send completes), a delivery-complete
+ * EAGER its ACK.
+ */
+static void discard_unexp(struct rvfi_ep *ep, struct rvfi_op *op,
+			  struct rvfi_unexp *u)
+{
+	struct rvfi_hdr h;
+
+	if (u->op == RVFI_OP_RTS) {
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_CTS;
+		h.msg_id = u->msg_id;
+		if (rvfi_tcp_send(ep, u->from, &h, NULL, false, NULL))
+			RVFI_WARN("CTS of a discarded message not sent\n");
+	} else if (u->flags & RVFI_F_DC) {
+		rvfi_send_ack(ep, u->from, u->msg_id);
+	}
+	op->tag = u->tag;
+	op->has_data = u->flags & RVFI_F_DATA;
+	op->data = u->data;
+	if (op->has_data)
+		op->cq_flags |= FI_REMOTE_CQ_DATA;
+	op->src = rvfi_peer_fiaddr(ep, u->from);
+	op->xfer = u->len;
+	op->buf = NULL;
+	free(u->payload);
+	free(u);
+	rvfi_complete_ok(op);
+}
+
 /* FI_PEEK: report the first match without receiving it. */
 static ssize_t peek(struct rvfi_ep *ep, struct rvfi_op *op, uint64_t flags)
 {
@@ -398,6 +544,12 @@ static ssize_t peek(struct rvfi_ep *ep, struct rvfi_op *op, uint64_t flags)
 		rvfi_complete_err(op, FI_ENOMSG, 0);
 		return 0;
 	}
+	if (flags & FI_DISCARD) {
+		rvfi_list_del(&u->link);
+		discard_unexp(ep, op, u);
+		return 0;
+	}
+	rvfi_op_unreserve(op);
 	if (cq)
 		rvfi_cq_push(cq, op->context, FI_RECV | FI_TAGGED |
 			     ((u->flags & RVFI_F_DATA) ? FI_REMOTE_CQ_DATA : 0),
@@ -408,7 +560,7 @@ static ssize_t peek(struct rvfi_ep *ep, struct rvfi_op *op, uint64_t flags)
 		rvfi_list_del(&u->link);
 		((struct fi_context *)op->context)->internal[0] = u;
 	}
-	free(op);
+	rvfi_op_free(op);
 	return 0;
 }
 
@@ -449,6 +601,9 @@ static ssize_t do_recv(struct rvfi_ep *ep, void *buf, size_t len,
 		ret = -FI_EOPBADSTATE;
 		goto out_free;
 	}
+	ret = rvfi_op_reserve(op, ep->rx_cq);
+	if (ret)
+		goto out_free;
 	if (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
 		op->peer = rvfi_peer_of(ep, src);
 		if (!op->peer) {
@@ -469,25 +624,17 @@ static ssize_t do_recv(struct rvfi_ep *ep, void *buf, size_t len,
 		}
 		((struct fi_context *)context)->internal[0] = NULL;
 		if (flags & FI_DISCARD)
-			op->len = 0;
-		take_unexp(ep, op, u);
+			discard_unexp(ep, op, u);
+		else
+			take_unexp(ep, op, u);
 		goto out;
 	}
 	/*
 	 * A multi-receive buffer takes what waits, until it retires (after
 	 * which its last child may free it: it is not touched again).
 	 */
-	while (op->multi && (u = find_unexp(ep, op, tagged))) {
-		struct rvfi_op *child = multi_child(ep, op, u->len);
-		bool retired = op->mretired;
-
-		if (!child)
-			break;
-		rvfi_list_del(&u->link);
-		take_unexp(ep, child, u);
-		if (retired)
-			goto out;
-	}
+	if (op->multi && multi_take_waiting(ep, op))
+		goto out;
 	if (op->multi) {
 		rvfi_list_add_tail(&ep->posted_msg, &op->link);
 		goto out;
@@ -504,8 +651,8 @@ out:
 	pthread_mutex_unlock(&ep->dom->lock);
 	return ret;
 out_free:
+	rvfi_op_free(op);
 	pthread_mutex_unlock(&ep->dom->lock);
-	free(op);
 	return ret;
 }
 

@@ -4,7 +4,8 @@
  * held from CQ reads and the data calls.  One epoll_wait() without a
  * timeout collects the ready sockets of every endpoint of the domain;
  * then every endpoint's rv event ring is drained (no system call) and
- * writes that got EAGAIN are retried.
+ * writes that got EAGAIN are retried, and messages that waited for CQ
+ * room go to their multi-receive buffers.
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,8 +25,12 @@ void rvfi_progress(struct rvfi_domain *dom)
 			rvfi_tcp_event(evs[i].data.ptr, evs[i].events);
 	} while (n == 64);
 
-	rvfi_list_for_each_safe(pos, tmp, &dom->eps)
-		rvfi_rndv_progress(container_of(pos, struct rvfi_ep, link));
+	rvfi_list_for_each_safe(pos, tmp, &dom->eps) {
+		struct rvfi_ep *ep = container_of(pos, struct rvfi_ep, link);
+
+		rvfi_rndv_progress(ep);
+		rvfi_multi_retry(ep);
+	}
 }
 
 /*

@@ -159,7 +159,11 @@ int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 	return 0;
 }
 
-/* The data over TCP: the op completes when the frame is written. */
+/*
+ * The data over TCP: the op completes when the frame is written, or, for
+ * FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE, when the receiver acks
+ * it (RVFI_F_ACK): a written frame is only in our socket.
+ */
 static void send_rdata(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_hdr h;
@@ -169,10 +173,18 @@ static void send_rdata(struct rvfi_ep *ep, struct rvfi_op *op)
 	h.op = RVFI_OP_RDATA;
 	h.token = op->token;
 	h.len = op->xfer;
+	if (op->ack) {
+		h.flags = RVFI_F_ACK;
+		h.msg_id = op->msg_id;
+		rvfi_list_add_tail(&op->peer->ack_wait, &op->link);
+	}
 	ep->n_rdata_tx++;
 	ret = rvfi_tcp_send(ep, op->peer, &h, op->buf, false, op);
-	if (ret)
+	if (ret) {
+		if (op->ack)
+			rvfi_list_del(&op->link);
 		rvfi_complete_err(op, FI_EIO, 0);
+	}
 }
 
 /* The next write of @op: up to the end of its remote key chunk. */

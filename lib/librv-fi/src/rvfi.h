@@ -10,6 +10,11 @@
  * fine for the consumers this provider is for (MPI's MTL serialises its
  * calls anyway).
  *
+ * No call sleeps or waits for the network under that lock, with one
+ * exception avoided on purpose: closing an endpoint's rv file, which
+ * waits for its writes in flight, runs after the endpoint left the
+ * domain, without the lock (ep_close()).
+ *
  * Wire: small messages and the rendezvous control messages go over one
  * TCP connection per direction between two endpoints (see tcp.c); large
  * messages over rv's RDMA WRITE with immediate (see rndv.c).
@@ -172,6 +177,8 @@ struct rvfi_env {
 	uint32_t num_conn;
 	char job_key[RV_JOB_KEY_MAX + 1];
 	char device[64];
+	/* FI_RV_CLOSE_DELAY_MS: test hook, see ep_close() */
+	unsigned int close_delay_ms;
 };
 
 extern struct rvfi_env rvfi_env;
@@ -190,6 +197,8 @@ struct rvfi_domain {
 	struct rvfi_list eps;
 	enum fi_threading threading;
 	uint64_t mr_keys;
+	/* FI_RM_DISABLED asked for: no CQ throttling, overruns reported */
+	bool rm_disabled;
 };
 
 /* ---- AV ------------------------------------------------------------------ */
@@ -225,18 +234,37 @@ struct rvfi_cq_err {
 	struct fi_cq_err_entry e;
 };
 
+/*
+ * A CQ holds at most @size entries, successes (@ring) and errors (@errs)
+ * together.  Under FI_RM_ENABLED every operation that may complete on the
+ * CQ reserves an entry when it is posted (@reserved), and a post that
+ * finds no entry free fails with -FI_EAGAIN: a completion always has its
+ * place.  Under FI_RM_DISABLED nothing is reserved; a completion that
+ * finds the CQ full puts it in the overrun state (@overrun, @lost): the
+ * entries already there are still read, then fi_cq_read answers
+ * -FI_EOVERRUN, as fi_cq(3) says.  The domain lock protects all of it.
+ */
 struct rvfi_cq {
 	struct fid_cq cq;
 	struct rvfi_domain *dom;
 	enum fi_cq_format format;
-	struct rvfi_cqe *ring;	/* grows: completions are never dropped */
-	size_t head, count, cap;
+	struct rvfi_cqe *ring;	/* @size entries, allocated at open */
+	size_t head, count, size;
+	size_t reserved;	/* posted operations' entries */
 	struct rvfi_list errs;
 	size_t nerr;
+	bool overrun;
+	uint64_t lost;		/* completions that found the CQ full */
 	bool signaled;
 	int refs;		/* bound endpoints */
 };
 
+#define RVFI_CQ_MAX_SIZE	((size_t)1 << 20)
+
+struct rvfi_op;
+
+int rvfi_op_reserve(struct rvfi_op *op, struct rvfi_cq *cq);
+void rvfi_op_unreserve(struct rvfi_op *op);
 void rvfi_cq_push(struct rvfi_cq *cq, void *ctx, uint64_t flags, size_t len,
 		  void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
 void rvfi_cq_push_err(struct rvfi_cq *cq, void *ctx, uint64_t flags,
@@ -251,12 +279,25 @@ enum rvfi_wire_op {
 	RVFI_OP_RTS,		/* a large message is waiting: tag, len, id */
 	RVFI_OP_CTS,		/* receiver ready: where to write, token */
 	RVFI_OP_RDATA,		/* a rendezvous' data over TCP (no rv path) */
+	RVFI_OP_ACK,		/* receiver to sender: msg_id got there */
 };
 
 /* struct rvfi_hdr.flags */
 #define RVFI_F_TAGGED	(1u << 0)
 #define RVFI_F_DATA	(1u << 1)	/* cq data present */
 #define RVFI_F_TCP	(1u << 2)	/* CTS: send the data as RDATA */
+/*
+ * EAGER, RDATA: the sender waits for an ACK of @msg_id.  Alone
+ * (FI_TRANSMIT_COMPLETE) the receiver acks when its provider has read the
+ * frame; with RVFI_F_DC (FI_DELIVERY_COMPLETE, EAGER) when a receive
+ * matched it or FI_DISCARD dropped it.  An RDATA is acked once copied
+ * into its receive, which was matched before its CTS.  ACK frames are
+ * the one thing that travels back on a connection, from its acceptor to
+ * its connector: it is established already, so an ACK is on the wire
+ * at once, also when the receiver closes right after.
+ */
+#define RVFI_F_ACK	(1u << 3)
+#define RVFI_F_DC	(1u << 4)
 
 /*
  * Every frame: this header, then @len payload bytes for HELLO, EAGER and
@@ -311,6 +352,8 @@ struct rvfi_op {
 	void *context;
 	uint64_t cq_flags;	/* FI_SEND/FI_RECV | FI_MSG/FI_TAGGED ... */
 	bool completion;	/* write a success entry */
+	struct rvfi_cq *rcq;	/* holds an entry reserved in this CQ */
+	uint8_t ack;		/* send: 0, RVFI_F_ACK or RVFI_F_ACK|RVFI_F_DC */
 	void *buf;
 	size_t len;
 	uint64_t tag, ignore;
@@ -400,6 +443,10 @@ struct rvfi_peer {
 	int fd;
 	struct rvfi_list txq;		/* struct rvfi_txf, in order */
 	struct rvfi_list rndv_sends;	/* ops waiting for CTS or writing */
+	struct rvfi_list ack_wait;	/* sends waiting for an ACK */
+	/* an ACK frame being read from @fd (the wire's byte order) */
+	char ackin[sizeof(struct rvfi_hdr)];
+	size_t ackin_len;
 	struct rvfi_node *node;		/* NULL: same node, or not yet */
 	bool local;			/* same IPv4 as us: TCP only */
 	fi_addr_t src;			/* FI_SOURCE cache ... */
@@ -431,6 +478,9 @@ struct rvfi_inconn {
 	char pre[sizeof(struct rvfi_hdr) + sizeof(struct rvfi_hello)];
 	size_t pre_len;
 	struct rvfi_rbuf *rbuf;		/* what recv() returned, unparsed */
+	/* ACK frames for the peer, wire order, not yet taken by send() */
+	char *ackq;
+	size_t ackq_len, ackq_cap;
 	struct rvfi_big *big;		/* a payload larger than @rbuf */
 };
 
@@ -446,7 +496,10 @@ struct rvfi_ep {
 	uint64_t tx_op_flags, rx_op_flags;
 	uint64_t caps;
 	bool enabled;
+	bool closing;		/* ep_close(): rv_close() frees the MRs */
 	size_t min_multi_recv;
+	/* An untagged message waits for CQ room (rvfi_multi_retry()). */
+	bool multi_stalled;
 	/*
 	 * Bound to the port of the fi_info's src_addr (a service the
 	 * application chose): a well-known address, which admits HELLOs
@@ -502,6 +555,7 @@ extern struct fi_ops_msg rvfi_msg_ops;
 extern struct fi_ops_tagged rvfi_tagged_ops;
 uint64_t rvfi_multi_flags(const struct rvfi_op *op);
 void rvfi_multi_put(struct rvfi_op *op);
+void rvfi_multi_retry(struct rvfi_ep *ep);
 bool rvfi_multi_hold(struct rvfi_op *op);
 void rvfi_deliver(struct rvfi_ep *ep, struct rvfi_peer *from,
 		  const struct rvfi_hdr *h, void *payload);
@@ -515,6 +569,7 @@ int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
 void rvfi_tcp_event(struct rvfi_pollent *pe, uint32_t events);
 void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p);
 void rvfi_inconn_close(struct rvfi_ep *ep, struct rvfi_inconn *c);
+void rvfi_send_ack(struct rvfi_ep *ep, struct rvfi_peer *to, uint64_t msg_id);
 
 /* rndv.c */
 int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op);

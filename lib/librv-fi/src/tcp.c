@@ -13,7 +13,9 @@
  * Each direction has its own connection, so two endpoints that send to
  * each other at the same time never have to agree which of two
  * simultaneous connects survives: A's frames to B always go on A's
- * connection, which keeps them in order, and the same for B.
+ * connection, which keeps them in order, and the same for B.  The one
+ * exception: B acknowledges A's transmit- and delivery-complete messages
+ * with ACK frames back on A's connection (rvfi_send_ack(), read_acks()).
  *
  * Every socket is non-blocking and in the domain's epoll set
  * (edge-triggered): progress reads and writes until EAGAIN.
@@ -169,7 +171,8 @@ static void do_accept(struct rvfi_ep *ep)
 		c->sin = sin;
 		c->pe.kind = RVFI_PK_IN;
 		c->pe.ep = ep;
-		ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+		/* EPOLLOUT: ACK frames that did not fit go when it has room. */
+		ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
 		ev.data.ptr = &c->pe;
 		if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			free(c);
@@ -194,6 +197,7 @@ void rvfi_inconn_close(struct rvfi_ep *ep, struct rvfi_inconn *c)
 	close(c->fd);
 	rvfi_list_del(&c->link);
 	free(c->rbuf);
+	free(c->ackq);
 	if (c->big)
 		free(c->big->buf);
 	free(c->big);
@@ -318,6 +322,89 @@ static int hello_check(struct rvfi_ep *ep, struct rvfi_inconn *c,
 	return 0;
 }
 
+/* An ACK from @from: the send it names is complete. */
+static void ack_rx(struct rvfi_peer *from, uint64_t msg_id)
+{
+	struct rvfi_list *pos, *tmp;
+
+	rvfi_list_for_each_safe(pos, tmp, &from->ack_wait) {
+		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
+
+		if (op->msg_id == msg_id) {
+			rvfi_list_del(&op->link);
+			rvfi_complete_ok(op);
+			return;
+		}
+	}
+	RVFI_DBG("ACK for unknown message %llu\n", (unsigned long long)msg_id);
+}
+
+/* Writes what ACK frames @c has queued, until the socket is full. */
+static void inconn_flush(struct rvfi_inconn *c)
+{
+	while (c->ackq_len) {
+		ssize_t n = send(c->fd, c->ackq, c->ackq_len,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;		/* EPOLLOUT calls again */
+		if (n < 0) {
+			/* Broken: reading it finds that and closes it. */
+			c->ackq_len = 0;
+			return;
+		}
+		memmove(c->ackq, c->ackq + n, c->ackq_len - n);
+		c->ackq_len -= n;
+	}
+}
+
+/*
+ * Tells @to that its message @msg_id got here (RVFI_F_ACK), back on the
+ * connection its frames come on (the newest, if it reconnected: its sends
+ * on an older one failed when that one broke).  No connection from @to
+ * any more: nothing to do, for the same reason.
+ */
+void rvfi_send_ack(struct rvfi_ep *ep, struct rvfi_peer *to, uint64_t msg_id)
+{
+	struct rvfi_inconn *c = NULL;
+	struct rvfi_list *pos, *tmp;
+	struct rvfi_hdr h, w;
+
+	rvfi_list_for_each_safe(pos, tmp, &ep->inconns) {
+		struct rvfi_inconn *i = container_of(pos, struct rvfi_inconn,
+						     link);
+
+		if (i->peer == to)
+			c = i;
+	}
+	if (!c) {
+		RVFI_DBG("ACK of message %llu: its connection is gone\n",
+			 (unsigned long long)msg_id);
+		return;
+	}
+	if (c->ackq_len + sizeof(w) > c->ackq_cap) {
+		size_t cap = c->ackq_cap ? 2 * c->ackq_cap : 16 * sizeof(w);
+		char *q = realloc(c->ackq, cap);
+
+		if (!q) {
+			RVFI_WARN("out of memory: ACK of message %llu dropped\n",
+				  (unsigned long long)msg_id);
+			return;
+		}
+		c->ackq = q;
+		c->ackq_cap = cap;
+	}
+	memset(&h, 0, sizeof(h));
+	h.op = RVFI_OP_ACK;
+	h.msg_id = msg_id;
+	hdr_swap(&w, &h, true);
+	memcpy(c->ackq + c->ackq_len, &w, sizeof(w));
+	c->ackq_len += sizeof(w);
+	inconn_flush(c);
+}
+
 static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		    const struct rvfi_hdr *h, void *payload)
 {
@@ -334,8 +421,12 @@ static int dispatch(struct rvfi_ep *ep, struct rvfi_inconn *c,
 		return 0;
 	case RVFI_OP_RDATA:
 		rvfi_rndv_rdata(ep, c->peer, h, payload);
+		/* Copied into the receive (or it was complete already). */
+		if (h->flags & RVFI_F_ACK)
+			rvfi_send_ack(ep, c->peer, h->msg_id);
 		return 0;
 	default:
+		/* ACKs come back on our own connections (read_acks()). */
 		return -1;
 	}
 }
@@ -388,6 +479,9 @@ static int parse(struct rvfi_ep *ep, struct rvfi_inconn *c)
 		avail -= sizeof(struct rvfi_hdr);
 		plen = payload_len(&c->hdr);
 		if (discard) {
+			/* An RDATA whose receive is complete: still acked. */
+			if (c->hdr.flags & RVFI_F_ACK)
+				rvfi_send_ack(ep, c->peer, c->hdr.msg_id);
 			c->skip = plen;
 			continue;
 		}
@@ -503,7 +597,7 @@ static void txf_free(struct rvfi_txf *f)
 
 /*
  * Closes the outgoing connection; frames not written yet fail their
- * sends.  The next frame for the peer connects again.
+ * sends, and so do sends waiting for an ACK.  The next frame for the peer connects again.
  */
 void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p)
 {
@@ -514,12 +608,21 @@ void rvfi_peer_close(struct rvfi_ep *ep, struct rvfi_peer *p)
 		close(p->fd);
 	p->fd = -1;
 	p->state = RVFI_PEER_IDLE;
+	p->ackin_len = 0;
 	rvfi_list_for_each_safe(pos, tmp, &p->txq) {
 		struct rvfi_txf *f = container_of(pos, struct rvfi_txf, link);
 
-		if (f->op)
+		/* Those waiting for an ACK fail below, once. */
+		if (f->op && !f->op->ack)
 			rvfi_complete_err(f->op, FI_EIO, 0);
 		txf_free(f);
+	}
+	/* Sent, maybe received: an ACK would have come on this peer. */
+	rvfi_list_for_each_safe(pos, tmp, &p->ack_wait) {
+		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
+
+		rvfi_list_del(&op->link);
+		rvfi_complete_err(op, FI_EIO, 0);
 	}
 }
 
@@ -534,7 +637,8 @@ static void peer_fail(struct rvfi_ep *ep, struct rvfi_peer *p, int err)
 	char ip[INET_ADDRSTRLEN];
 
 	inet_ntop(AF_INET, &p->addr.ip, ip, sizeof(ip));
-	if (rvfi_list_empty(&p->txq) && rvfi_list_empty(&p->rndv_sends))
+	if (rvfi_list_empty(&p->txq) && rvfi_list_empty(&p->rndv_sends) &&
+	    rvfi_list_empty(&p->ack_wait))
 		RVFI_INFO("connection to %s:%u closed: %s\n", ip,
 			  ntohs(p->addr.port), strerror(err));
 	else
@@ -596,8 +700,12 @@ static void flush(struct rvfi_ep *ep, struct rvfi_peer *p)
 				return;	/* the socket is full */
 			}
 			n -= left;
-			/* An eager send is complete once TCP has its data. */
-			if (f->op)
+			/*
+			 * FI_INJECT_COMPLETE: an eager send is complete once
+			 * TCP has its data; the other levels wait for the
+			 * receiver's ACK (on ack_wait already).
+			 */
+			if (f->op && !f->op->ack)
 				rvfi_complete_ok(f->op);
 			txf_free(f);
 		}
@@ -636,7 +744,7 @@ static int peer_connect(struct rvfi_ep *ep, struct rvfi_peer *p)
 		close(fd);
 		return -err;
 	}
-	/* EPOLLIN only to see the peer close: it never writes on it. */
+	/* EPOLLIN: the peer's ACK frames (read_acks()), and its close. */
 	ev.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP | EPOLLET;
 	ev.data.ptr = &p->pe;
 	if (epoll_ctl(ep->dom->epfd, EPOLL_CTL_ADD, fd, &ev)) {
@@ -706,6 +814,38 @@ int rvfi_tcp_send(struct rvfi_ep *ep, struct rvfi_peer *p,
 
 /* ---- epoll events -------------------------------------------------------- */
 
+/*
+ * What the peer sends back on our connection: ACK frames, nothing else.
+ * Returns -1 if the connection failed (closed, or another frame).
+ */
+static int read_acks(struct rvfi_ep *ep, struct rvfi_peer *p)
+{
+	for (;;) {
+		struct rvfi_hdr h;
+		ssize_t n = recv(p->fd, p->ackin + p->ackin_len,
+				 sizeof(p->ackin) - p->ackin_len, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			peer_fail(ep, p, n ? errno : ECONNRESET);
+			return -1;
+		}
+		p->ackin_len += n;
+		if (p->ackin_len < sizeof(p->ackin))
+			continue;
+		p->ackin_len = 0;
+		hdr_swap(&h, (struct rvfi_hdr *)p->ackin, false);
+		if (h.op != RVFI_OP_ACK) {
+			peer_fail(ep, p, EPROTO);
+			return -1;
+		}
+		ack_rx(p, h.msg_id);
+	}
+}
+
 static void out_event(struct rvfi_ep *ep, struct rvfi_peer *p, uint32_t ev)
 {
 	if (p->state == RVFI_PEER_CONNECTING) {
@@ -722,15 +862,9 @@ static void out_event(struct rvfi_ep *ep, struct rvfi_peer *p, uint32_t ev)
 			return;
 		p->state = RVFI_PEER_UP;
 	}
-	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-		char c;
-		ssize_t n = recv(p->fd, &c, 1, MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			peer_fail(ep, p, n ? errno : ECONNRESET);
-			return;
-		}
-	}
+	if ((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) &&
+	    read_acks(ep, p))
+		return;
 	flush(ep, p);
 }
 
@@ -746,6 +880,9 @@ void rvfi_tcp_event(struct rvfi_pollent *pe, uint32_t events)
 		out_event(ep, container_of(pe, struct rvfi_peer, pe), events);
 		break;
 	case RVFI_PK_IN:
+		/* ACKs first: reading may close and free the connection. */
+		if (events & EPOLLOUT)
+			inconn_flush(container_of(pe, struct rvfi_inconn, pe));
 		inconn_read(ep, container_of(pe, struct rvfi_inconn, pe));
 		break;
 	case RVFI_PK_RV:

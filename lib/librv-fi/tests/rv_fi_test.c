@@ -1070,10 +1070,10 @@ static void t_getinfo_addr(void)
 }
 
 /* A's second endpoint, published on PUB_PORT, with FI_MULTI_RECV. */
-static struct fid_ep *ep2;
-static struct fid_av *av2;
-static struct fid_cq *cq2;
-static struct fi_info *info2;
+static struct fid_ep *pub_ep;
+static struct fid_av *pub_av;
+static struct fid_cq *pub_cq;
+static struct fi_info *pub_info;
 
 static void open_published(void)
 {
@@ -1085,25 +1085,25 @@ static void open_published(void)
 	int ret;
 
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, PUB_PORT, FI_SOURCE, h,
-			 &info2);
+			 &pub_info);
 	fi_freeinfo(h);
 	if (ret)
 		die("fi_getinfo(FI_SOURCE)", ret);
-	if ((ret = fi_av_open(domain, &ava, &av2, NULL)) ||
-	    (ret = fi_cq_open(domain, &cqa, &cq2, NULL)) ||
-	    (ret = fi_endpoint(domain, info2, &ep2, NULL)) ||
-	    (ret = fi_ep_bind(ep2, &av2->fid, 0)) ||
-	    (ret = fi_ep_bind(ep2, &cq2->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (ret = fi_enable(ep2)))
+	if ((ret = fi_av_open(domain, &ava, &pub_av, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &pub_cq, NULL)) ||
+	    (ret = fi_endpoint(domain, pub_info, &pub_ep, NULL)) ||
+	    (ret = fi_ep_bind(pub_ep, &pub_av->fid, 0)) ||
+	    (ret = fi_ep_bind(pub_ep, &pub_cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(pub_ep)))
 		die("published endpoint", ret);
 }
 
 static void close_published(void)
 {
-	fi_close(&ep2->fid);
-	fi_close(&av2->fid);
-	fi_close(&cq2->fid);
-	fi_freeinfo(info2);
+	fi_close(&pub_ep->fid);
+	fi_close(&pub_av->fid);
+	fi_close(&pub_cq->fid);
+	fi_freeinfo(pub_info);
 }
 
 /* B: A's published endpoint, from fi_getinfo(A's node, PUB_PORT). */
@@ -1170,23 +1170,23 @@ static void t_inband(fi_addr_t bare)
 		return;
 	}
 	memset(rbuf, 0, 64);
-	ret = POST(fi_recv(ep2, rbuf, 64, NULL, FI_ADDR_UNSPEC, &e));
+	ret = POST(fi_recv(pub_ep, rbuf, 64, NULL, FI_ADDR_UNSPEC, &e));
 	if (!ret)
-		ret = wait_comp(cq2, &e, &src, &err);
+		ret = wait_comp(pub_cq, &e, &src, &err);
 	if (ret == 1 && e.len == name_len &&
-	    fi_av_insert(av2, rbuf, 1, &b, 0, NULL) == 1) {
+	    fi_av_insert(pub_av, rbuf, 1, &b, 0, NULL) == 1) {
 		fill(sbuf, 8, 77);
-		ret = POST(fi_send(ep2, sbuf, 8, NULL, b, &e));
+		ret = POST(fi_send(pub_ep, sbuf, 8, NULL, b, &e));
 		if (!ret)
-			ret = wait_comp(cq2, &e, NULL, &err);
+			ret = wait_comp(pub_cq, &e, NULL, &err);
 	} else {
 		ret = -1;
 	}
 	result(ret == 1, "inband-exchange", "ret %d", ret);
 	memset(rbuf, 0, big);
-	ret = POST(fi_recv(ep2, rbuf, big, NULL, FI_ADDR_UNSPEC, &e));
+	ret = POST(fi_recv(pub_ep, rbuf, big, NULL, FI_ADDR_UNSPEC, &e));
 	if (!ret)
-		ret = wait_comp(cq2, &e, &src, &err);
+		ret = wait_comp(pub_cq, &e, &src, &err);
 	result(ret == 1 && e.len == big && check(rbuf, big, 78) < 0 &&
 	       src == b, "inband-rndv", "ret %d src %llu", ret,
 	       (unsigned long long)src);
@@ -1233,17 +1233,17 @@ static void t_multi_recv(fi_addr_t bare)
 		return;
 	}
 	got = sizeof(min);
-	ret = fi_setopt(&ep2->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+	ret = fi_setopt(&pub_ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
 			&min, sizeof(min));
 	if (!ret)
-		ret = fi_getopt(&ep2->fid, FI_OPT_ENDPOINT,
+		ret = fi_getopt(&pub_ep->fid, FI_OPT_ENDPOINT,
 				FI_OPT_MIN_MULTI_RECV, &min, &got);
 	result(!ret && min == 1000, "multi-recv-min-opt", "ret %d min %zu",
 	       ret, min);
 	memset(rbuf, 0, total);
 	iov.iov_base = rbuf;
 	iov.iov_len = total;
-	ret = POST(fi_recvmsg(ep2, &m, FI_MULTI_RECV));
+	ret = POST(fi_recvmsg(pub_ep, &m, FI_MULTI_RECV));
 	if (ret)
 		diag("fi_recvmsg(FI_MULTI_RECV): %d", ret);
 	sync_peer();
@@ -1256,7 +1256,7 @@ static void t_multi_recv(fi_addr_t bare)
 	for (i = 0; i < n && !ret; i++) {
 		size_t j;
 
-		ret = wait_comp(cq2, &e, NULL, &err);
+		ret = wait_comp(pub_cq, &e, NULL, &err);
 		if (ret != 1) {
 			ok = false;
 			diag("completion %zu: ret %d err %d", i, ret,
@@ -1290,9 +1290,9 @@ static void t_multi_recv(fi_addr_t bare)
 	iov.iov_len = 2500;
 	ok = true;
 	flagged = 0;
-	ret = POST(fi_recvmsg(ep2, &m, FI_MULTI_RECV));
+	ret = POST(fi_recvmsg(pub_ep, &m, FI_MULTI_RECV));
 	for (i = 0; i < 2 && !ret; i++) {
-		ret = wait_comp(cq2, &e, NULL, &err);
+		ret = wait_comp(pub_cq, &e, NULL, &err);
 		if (ret != 1 || e.buf != rbuf + 1000 * i || e.len != 1000 ||
 		    check(e.buf, 1000, 950 + i) >= 0)
 			ok = false;
@@ -1301,10 +1301,10 @@ static void t_multi_recv(fi_addr_t bare)
 		ret = ret == 1 ? 0 : -1;
 	}
 	if (!ret) {
-		ret = POST(fi_recv(ep2, rbuf + 4096, 1000, NULL,
+		ret = POST(fi_recv(pub_ep, rbuf + 4096, 1000, NULL,
 				   FI_ADDR_UNSPEC, &e));
 		if (!ret)
-			ret = wait_comp(cq2, &e, NULL, &err);
+			ret = wait_comp(pub_cq, &e, NULL, &err);
 		ok &= ret == 1 && !(e.flags & FI_MULTI_RECV) &&
 		      check(rbuf + 4096, 1000, 952) < 0;
 	}
@@ -1327,6 +1327,627 @@ static void t_addressing(void)
 	sync_peer();
 	if (server)
 		close_published();
+}
+
+/* ---- completion levels, CQ size, FI_DISCARD, ep close (issue 20) --------- */
+
+/* A tagged receive with @flags (FI_PEEK...) on ep; 1, or -err. */
+static int trecv_flags(uint64_t tag, uint64_t flags, struct fi_context *ctx,
+		       struct fi_cq_tagged_entry *e)
+{
+	struct iovec iov = { rbuf, 1 << 20 };
+	struct fi_msg_tagged m = {
+		.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+		.tag = tag, .context = ctx,
+	};
+	struct fi_cq_err_entry err;
+	int ret;
+
+	if (flags & (FI_PEEK | FI_DISCARD)) {
+		m.msg_iov = NULL;
+		m.iov_count = 0;
+	}
+	ret = POST(fi_trecvmsg(ep, &m, flags));
+	if (ret)
+		return ret;
+	ret = wait_comp(rxcq, e, NULL, &err);
+	return ret == 1 ? 1 : ret == 0 ? -err.err : ret;
+}
+
+/* FI_PEEK until the message is there (bounded), with @flags added. */
+static int peek_until(uint64_t tag, uint64_t flags, struct fi_context *ctx,
+		      struct fi_cq_tagged_entry *e)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+	int ret;
+
+	do {
+		ret = trecv_flags(tag, FI_PEEK | flags, ctx, e);
+	} while (ret == -FI_ENOMSG && now_ms() < deadline);
+	return ret;
+}
+
+/*
+ * fi_tagged(3) FI_DISCARD: B sends an eager, a rendezvous and another
+ * eager message; A drops the first two with FI_PEEK | FI_DISCARD (the
+ * rendezvous sender must complete: it gets a CTS for 0 bytes), and the
+ * third with FI_CLAIM | FI_DISCARD after FI_PEEK | FI_CLAIM.  A second
+ * FI_PEEK must then find nothing.
+ */
+static void t_peek_discard(void)
+{
+	const size_t big = threshold * 4;
+	const uint64_t tags[] = { 0xd15c0001, 0xd15c0002, 0xd15c0003 };
+	const size_t lens[] = { 64, big, 100 };
+	struct fi_cq_tagged_entry e, ctxs[3];
+	struct fi_context fctx;
+	bool ok = true;
+	int i, ret;
+
+	sync_peer();
+	if (!server) {
+		for (i = 0; i < 3; i++) {
+			fill(sbuf, lens[i], tags[i]);
+			ret = send_wait(sbuf, lens[i], tags[i]);
+			if (i == 0 && ret)
+				ok = false;
+			if (i == 0)
+				continue;
+			/* The rendezvous completes once A discarded it. */
+			if (ret) {
+				ok = false;
+				diag("discarded send %d: %s", i,
+				     fi_strerror(-ret));
+			}
+		}
+		(void)ctxs;
+		result(ok, "peek-discard-send", "a send of a discarded message failed");
+		sync_peer();
+		return;
+	}
+	for (i = 0; i < 2; i++) {
+		ret = peek_until(tags[i], FI_DISCARD, &fctx, &e);
+		if (ret != 1 || e.tag != tags[i] || e.len != lens[i]) {
+			ok = false;
+			diag("peek|discard %d: ret %d tag %#llx len %zu", i,
+			     ret, (unsigned long long)e.tag, e.len);
+		}
+		ret = trecv_flags(tags[i], FI_PEEK, &fctx, &e);
+		if (ret != -FI_ENOMSG) {
+			ok = false;
+			diag("message %d still there after FI_DISCARD: %d", i,
+			     ret);
+		}
+	}
+	result(ok, "peek-discard", "see above");
+	ok = true;
+	ret = peek_until(tags[2], FI_CLAIM, &fctx, &e);
+	if (ret == 1)
+		ret = trecv_flags(tags[2], FI_CLAIM | FI_DISCARD, &fctx, &e);
+	if (ret != 1 || e.tag != tags[2]) {
+		ok = false;
+		diag("claim|discard: ret %d", ret);
+	}
+	if (trecv_flags(tags[2], FI_PEEK, &fctx, &e) != -FI_ENOMSG)
+		ok = false;
+	result(ok, "claim-discard", "claimed message not discarded");
+	sync_peer();
+}
+
+/* Polls txcq for @ms: which of @ctx1, @ctx2 completed (bit 0, bit 1). */
+static int poll_tx(int ms, void *ctx1, void *ctx2, int have)
+{
+	uint64_t end = now_ms() + ms;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	while (now_ms() < end) {
+		ssize_t n = fi_cq_read(txcq, &e, 1);
+
+		if (n == -FI_EAVAIL) {
+			memset(&err, 0, sizeof(err));
+			fi_cq_readerr(txcq, &err, 0);
+			diag("send error %s", fi_strerror(err.err));
+			continue;
+		}
+		if (n != 1)
+			continue;
+		if (e.op_context == ctx1)
+			have |= 1;
+		else if (e.op_context == ctx2)
+			have |= 2;
+		if (have == 3)
+			break;
+	}
+	return have;
+}
+
+static int tsend_flags(uint64_t tag, uint64_t flags, void *ctx)
+{
+	struct iovec iov = { sbuf, 64 };
+	struct fi_msg_tagged m = {
+		.msg_iov = &iov, .iov_count = 1, .addr = peer, .tag = tag,
+		.context = ctx,
+	};
+
+	return POST(fi_tsendmsg(ep, &m, flags | FI_COMPLETION));
+}
+
+/* A receives @n tags from @t0 on, in any order; true if all came. */
+static bool recv_tags(uint64_t t0, int n)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	bool ok = true;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (trecv(rbuf, 64, FI_ADDR_UNSPEC, t0 + i, 0, &e) ||
+		    wait_comp(rxcq, &e, NULL, &err) != 1 || e.tag != t0 + i) {
+			diag("receive of tag %#llx failed",
+			     (unsigned long long)(t0 + i));
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/*
+ * fi_cq(3) completion levels, B sending to A:
+ * 1. A is stopped (makes no provider call): an FI_INJECT_COMPLETE send
+ *    completes (TCP took it), an FI_TRANSMIT_COMPLETE one must not until
+ *    A's provider read it.
+ * 2. A progresses without a receive posted: the FI_TRANSMIT_COMPLETE send
+ *    completes, the FI_DELIVERY_COMPLETE one (set in the endpoint's
+ *    op_flags, as fabtests -U does) must not until A posts the receive.
+ * Dropping either flag makes the send complete early: the case fails.
+ */
+static void t_complete_levels(void)
+{
+	/* Static: no stale entry of an earlier case can carry their address. */
+	static struct fi_context c1, c2;
+	struct fi_cq_tagged_entry e;
+	uint64_t f;
+	int have;
+
+	/* A completion an earlier case left behind would be misread. */
+	while (fi_cq_read(txcq, &e, 1) == 1)
+		diag("stale send completion (context %p) dropped",
+		     e.op_context);
+	/* 1: stopped receiver */
+	sync_peer();
+	if (server) {
+		/*
+		 * No provider call at all, well beyond B's 1 s window: a
+		 * loaded TCG host can stall a guest for a good part of it.
+		 */
+		usleep(3500 * 1000);
+		sync_peer();
+		result(recv_tags(0xc0e10, 2), "tc-stopped-recv", "lost");
+	} else {
+		bool ok = tsend_flags(0xc0e10, FI_INJECT_COMPLETE, &c1) == 0 &&
+			  tsend_flags(0xc0e11, FI_TRANSMIT_COMPLETE, &c2) == 0;
+
+		have = poll_tx(1000, &c1, &c2, 0);
+		result(ok && have == 1, "tc-waits-for-peer",
+		       "inject-complete %s, transmit-complete %s while the receiver is stopped",
+		       have & 1 ? "done" : "not done",
+		       have & 2 ? "done (flag dropped)" : "pending");
+		sync_peer();
+		have = poll_tx(WAIT_MS, &c1, &c2, have);
+		result(have == 3, "tc-completes", "no transmit-complete");
+	}
+	/* 2: receiver progresses, no receive posted */
+	sync_peer();
+	if (server) {
+		uint64_t end = now_ms() + 2000;
+
+		while (now_ms() < end) {
+			fi_cq_read(rxcq, NULL, 0);
+			usleep(1000);
+		}
+		sync_peer();
+		result(recv_tags(0xc0e20, 2), "dc-recv", "lost");
+	} else {
+		bool ok;
+
+		f = FI_TRANSMIT | FI_DELIVERY_COMPLETE;
+		ok = fi_control(&ep->fid, FI_SETOPSFLAG, &f) == 0;
+		ok &= POST(fi_tsend(ep, sbuf, 64, NULL, peer, 0xc0e20,
+				    &c1)) == 0;
+		f = FI_TRANSMIT;
+		fi_control(&ep->fid, FI_SETOPSFLAG, &f);
+		ok &= tsend_flags(0xc0e21, FI_TRANSMIT_COMPLETE, &c2) == 0;
+		have = poll_tx(1200, &c1, &c2, 0);
+		result(ok && have == 2, "dc-waits-for-receive",
+		       "delivery-complete %s, transmit-complete %s, receiver progressing without a receive",
+		       have & 1 ? "done (flag dropped)" : "pending",
+		       have & 2 ? "done" : "not done");
+		sync_peer();
+		have = poll_tx(WAIT_MS, &c1, &c2, have);
+		result(have == 3, "dc-completes", "no delivery-complete");
+	}
+	sync_peer();
+}
+
+/* fi_getinfo and the post calls on what is and is not offered. */
+static void t_levels_info(void)
+{
+	struct fi_info *hints = fi_dupinfo(info), *got = NULL;
+	struct fi_msg_tagged m = { .addr = peer, .tag = 1 };
+	int ret;
+
+	hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &got);
+	result(!ret && (got->tx_attr->op_flags & FI_DELIVERY_COMPLETE),
+	       "info-delivery-complete", "fi_getinfo %d", ret);
+	fi_freeinfo(got);
+	got = NULL;
+	hints->tx_attr->op_flags = FI_COMMIT_COMPLETE;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &got);
+	result(ret == -FI_ENODATA, "info-no-commit-complete",
+	       "fi_getinfo %d", ret);
+	fi_freeinfo(got);
+	fi_freeinfo(hints);
+	result(fi_tsendmsg(ep, &m, FI_COMMIT_COMPLETE) == -FI_EBADFLAGS,
+	       "commit-complete-refused", "not -FI_EBADFLAGS");
+}
+
+/* Reads up to @max entries of @cq (bounded); entries read, or -err. */
+static int drain(struct fid_cq *cq, int max, int ms, ssize_t *last)
+{
+	struct fi_cq_tagged_entry e;
+	uint64_t end = now_ms() + ms;
+	int n = 0;
+
+	*last = -FI_EAGAIN;
+	while (n < max && now_ms() < end) {
+		*last = fi_cq_read(cq, &e, 1);
+		if (*last == 1)
+			n++;
+		else if (*last != -FI_EAGAIN)
+			break;
+	}
+	return n;
+}
+
+/*
+ * CQ size (local, ep2 -> ep on this node): under FI_RM_ENABLED a CQ of 4
+ * takes 4 operations, the 5th post gets -FI_EAGAIN until the CQ is read,
+ * sends and receives alike; nothing is lost.  Under FI_RM_DISABLED the
+ * 5th and 6th completions overrun the CQ: 4 entries are read, then
+ * -FI_EOVERRUN.
+ */
+static void t_cq_limits(void)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_NONE, .size = 4 };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context ctx[6];
+	struct fid_ep *ep2 = NULL, *ep3 = NULL;
+	struct fid_av *av2 = NULL, *av3 = NULL;
+	struct fid_cq *tx2 = NULL, *rx2 = NULL, *cq3 = NULL;
+	struct fid_domain *dom3 = NULL;
+	struct fi_info *i3 = NULL;
+	fi_addr_t to1, to1b;
+	ssize_t last;
+	bool ok = true;
+	int i, n, ret;
+
+	sync_peer();
+	if ((ret = fi_av_open(domain, &ava, &av2, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &tx2, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &rx2, NULL)) ||
+	    (ret = fi_endpoint(domain, info, &ep2, NULL)) ||
+	    (ret = fi_ep_bind(ep2, &av2->fid, 0)) ||
+	    (ret = fi_ep_bind(ep2, &tx2->fid, FI_TRANSMIT)) ||
+	    (ret = fi_ep_bind(ep2, &rx2->fid, FI_RECV)) ||
+	    (ret = fi_enable(ep2)) ||
+	    (ret = fi_av_insert(av2, self_name, 1, &to1, 0, NULL)) != 1) {
+		result(false, "cq-size-setup", "%s", fi_strerror(-ret));
+		goto out;
+	}
+	/* sends */
+	for (i = 0; i < 5; i++) {
+		ret = fi_tsend(ep2, sbuf, 64, NULL, to1, 0xc9000 + i, &ctx[i]);
+		if (ret != (i < 4 ? 0 : -FI_EAGAIN)) {
+			ok = false;
+			diag("send %d into a CQ of 4: %s", i, fi_strerror(-ret));
+		}
+	}
+	n = drain(tx2, 4, WAIT_MS, &last);
+	if (n != 4) {
+		ok = false;
+		diag("%d of 4 send completions", n);
+	}
+	ret = POST(fi_tsend(ep2, sbuf, 64, NULL, to1, 0xc9004, &ctx[4]));
+	if (ret || drain(tx2, 1, WAIT_MS, &last) != 1)
+		ok = false;
+	ok &= recv_tags(0xc9000, 5);
+	result(ok, "cq-size-send-eagain", "see above");
+	/* receives: 4 posted, the 5th refused; cancels fill the CQ */
+	ok = true;
+	for (i = 0; i < 5; i++) {
+		ret = fi_trecv(ep2, rbuf, 64, NULL, FI_ADDR_UNSPEC,
+			       0xc9100 + i, 0, &ctx[i]);
+		if (ret != (i < 4 ? 0 : -FI_EAGAIN)) {
+			ok = false;
+			diag("recv %d into a CQ of 4: %s", i, fi_strerror(-ret));
+		}
+	}
+	for (i = 0; i < 4; i++) {
+		if (fi_cancel(&ep2->fid, &ctx[i]) ||
+		    wait_comp(rx2, &e, NULL, &err) != 0 ||
+		    err.err != FI_ECANCELED) {
+			ok = false;
+			diag("cancel %d", i);
+		}
+	}
+	ret = fi_trecv(ep2, rbuf, 64, NULL, FI_ADDR_UNSPEC, 0xc9104, 0,
+		       &ctx[4]);
+	if (ret || fi_cancel(&ep2->fid, &ctx[4]) ||
+	    wait_comp(rx2, &e, NULL, &err) != 0)
+		ok = false;
+	result(ok, "cq-size-recv-eagain", "see above");
+
+	/* FI_RM_DISABLED: the overrun is reported, not silent */
+	ok = true;
+	i3 = fi_dupinfo(info);
+	i3->domain_attr->resource_mgmt = FI_RM_DISABLED;
+	if ((ret = fi_domain(fabric, i3, &dom3, NULL)) ||
+	    (ret = fi_av_open(dom3, &ava, &av3, NULL)) ||
+	    (ret = fi_cq_open(dom3, &cqa, &cq3, NULL)) ||
+	    (ret = fi_endpoint(dom3, i3, &ep3, NULL)) ||
+	    (ret = fi_ep_bind(ep3, &av3->fid, 0)) ||
+	    (ret = fi_ep_bind(ep3, &cq3->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(ep3)) ||
+	    (ret = fi_av_insert(av3, self_name, 1, &to1b, 0, NULL)) != 1) {
+		result(false, "cq-overrun-setup", "%s", fi_strerror(-ret));
+		goto out;
+	}
+	for (i = 0; i < 6; i++) {
+		ret = fi_tsend(ep3, sbuf, 64, NULL, to1b, 0xc9200 + i, &ctx[i]);
+		if (ret) {
+			ok = false;
+			diag("send %d under FI_RM_DISABLED: %s", i,
+			     fi_strerror(-ret));
+		}
+	}
+	/*
+	 * Reading cq3 drives dom3's progress (the connection to ep comes
+	 * up, the 6 frames are written, 6 completions for 4 entries).
+	 */
+	n = drain(cq3, 6, 5000, &last);
+	if (n != 4 || last != -FI_EOVERRUN) {
+		ok = false;
+		diag("overrun CQ of 4: %d entries, then %s", n,
+		     fi_strerror((int)-last));
+	}
+	/* The messages themselves all went out. */
+	ok &= recv_tags(0xc9200, 6);
+	result(ok, "cq-overrun-reported", "see above");
+out:
+	if (ep3)
+		fi_close(&ep3->fid);
+	if (cq3)
+		fi_close(&cq3->fid);
+	if (av3)
+		fi_close(&av3->fid);
+	if (dom3)
+		fi_close(&dom3->fid);
+	fi_freeinfo(i3);
+	if (ep2)
+		fi_close(&ep2->fid);
+	if (tx2)
+		fi_close(&tx2->fid);
+	if (rx2)
+		fi_close(&rx2->fid);
+	if (av2)
+		fi_close(&av2->fid);
+	sync_peer();
+}
+
+struct closer {
+	struct fid_ep *ep;
+	uint64_t ms;
+};
+
+static void *closer(void *arg)
+{
+	struct closer *c = arg;
+	uint64_t t0 = now_ms();
+
+	fi_close(&c->ep->fid);
+	c->ms = now_ms() - t0;
+	return NULL;
+}
+
+/*
+ * Closing an endpoint does not block the domain: ep4 has a rendezvous
+ * (registered, waiting for a CTS that never comes) and a
+ * delivery-complete send (waiting for an ACK that never comes) to the
+ * other node when a thread closes it; FI_RV_CLOSE_DELAY_MS (set by main)
+ * stretches the part of the close that runs without the domain lock.
+ * Meanwhile ep keeps sending to the other node: each send must complete
+ * well within the delay.
+ */
+#define CLOSE_DELAY_MS	3000
+#define CLOSE_SENDS	20
+static void t_close_nonblocking(void)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_NONE };
+	struct fi_msg_tagged m = { .iov_count = 1, .tag = 0xc105f };
+	struct iovec iov = { sbuf, 64 };
+	struct fi_context c1, c2;
+	struct fid_ep *ep4 = NULL;
+	struct fid_cq *cq4 = NULL;
+	struct closer cl = { 0 };
+	uint64_t worst = 0;
+	pthread_t thr;
+	bool ok = true;
+	int i, ret;
+
+	sync_peer();
+	if ((ret = fi_cq_open(domain, &cqa, &cq4, NULL)) ||
+	    (ret = fi_endpoint(domain, info, &ep4, NULL)) ||
+	    (ret = fi_ep_bind(ep4, &av->fid, 0)) ||
+	    (ret = fi_ep_bind(ep4, &cq4->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(ep4))) {
+		result(false, "close-setup", "%s", fi_strerror(-ret));
+		goto out;
+	}
+	m.msg_iov = &iov;
+	m.addr = peer;
+	m.context = &c2;
+	if (POST(fi_tsend(ep4, sbuf, 4 * threshold, NULL, peer, 0xc105e,
+			  &c1)) ||
+	    POST(fi_tsendmsg(ep4, &m, FI_DELIVERY_COMPLETE))) {
+		result(false, "close-setup", "posts on ep4");
+		goto out;
+	}
+	fi_cq_read(cq4, NULL, 0);
+	cl.ep = ep4;
+	ep4 = NULL;
+	if (pthread_create(&thr, NULL, closer, &cl)) {
+		result(false, "close-setup", "pthread_create");
+		goto out;
+	}
+	usleep(100 * 1000);
+	for (i = 0; i < CLOSE_SENDS; i++) {
+		uint64_t t0 = now_ms(), dt;
+
+		fill(sbuf, 64, 0xc1000 + i);
+		ret = send_wait(sbuf, 64, 0xc1000 + i);
+		dt = now_ms() - t0;
+		if (ret)
+			ok = false;
+		if (dt > worst)
+			worst = dt;
+		usleep(100 * 1000);
+	}
+	pthread_join(thr, NULL);
+	diag("ep close took %llu ms; slowest of %d sends meanwhile %llu ms",
+	     (unsigned long long)cl.ms, CLOSE_SENDS,
+	     (unsigned long long)worst);
+	result(ok && cl.ms >= CLOSE_DELAY_MS && worst < CLOSE_DELAY_MS / 3,
+	       "close-does-not-block",
+	       "close %llu ms (hook %d ms), worst send %llu ms",
+	       (unsigned long long)cl.ms, CLOSE_DELAY_MS,
+	       (unsigned long long)worst);
+	sync_peer();
+	result(recv_tags(0xc1000, CLOSE_SENDS), "close-peer-sends",
+	       "lost while an endpoint closed");
+out:
+	if (ep4)
+		fi_close(&ep4->fid);
+	if (cq4)
+		fi_close(&cq4->fid);
+	sync_peer();
+}
+
+/*
+ * FI_MULTI_RECV into a CQ of 2 (FI_RM_ENABLED), on this node: six 1000 B
+ * messages for one 6500 B buffer.  Two fit; the others wait for room
+ * and must come, in order, as the CQ is read: none lost, no overrun, the
+ * last flagged FI_MULTI_RECV.
+ */
+static void t_multi_recv_cq_full(void)
+{
+	struct fi_cq_attr small = { .format = FI_CQ_FORMAT_TAGGED,
+				    .wait_obj = FI_WAIT_NONE, .size = 2 };
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED,
+				  .wait_obj = FI_WAIT_NONE };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct fi_info *h = addr_hints(FI_FORMAT_UNSPEC,
+				       FI_MSG | FI_MULTI_RECV);
+	struct fid_ep *rx_ep = NULL, *tx_ep = NULL;
+	struct fid_av *rx_av = NULL, *tx_av = NULL;
+	struct fid_cq *rx_cq = NULL, *tx_cq = NULL;
+	struct fi_info *mi = NULL;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context mctx, sctx;
+	struct iovec iov = { rbuf, 6500 };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1,
+			    .addr = FI_ADDR_UNSPEC, .context = &mctx };
+	char name[64];
+	size_t len = sizeof(name), i, flagged = 0;
+	fi_addr_t to;
+	bool ok = true;
+	int ret;
+
+	sync_peer();
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &mi);
+	fi_freeinfo(h);
+	if (ret ||
+	    (ret = fi_av_open(domain, &ava, &rx_av, NULL)) ||
+	    (ret = fi_cq_open(domain, &small, &rx_cq, NULL)) ||
+	    (ret = fi_endpoint(domain, mi, &rx_ep, NULL)) ||
+	    (ret = fi_ep_bind(rx_ep, &rx_av->fid, 0)) ||
+	    (ret = fi_ep_bind(rx_ep, &rx_cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(rx_ep)) ||
+	    (ret = fi_getname(&rx_ep->fid, name, &len)) ||
+	    (ret = fi_av_open(domain, &ava, &tx_av, NULL)) ||
+	    (ret = fi_cq_open(domain, &cqa, &tx_cq, NULL)) ||
+	    (ret = fi_endpoint(domain, info, &tx_ep, NULL)) ||
+	    (ret = fi_ep_bind(tx_ep, &tx_av->fid, 0)) ||
+	    (ret = fi_ep_bind(tx_ep, &tx_cq->fid, FI_TRANSMIT | FI_RECV)) ||
+	    (ret = fi_enable(tx_ep)) ||
+	    (ret = fi_av_insert(tx_av, name, 1, &to, 0, NULL)) != 1) {
+		result(false, "multi-recv-cq-full-setup", "%s",
+		       fi_strerror(-ret));
+		goto out;
+	}
+	memset(rbuf, 0, 6500);
+	ret = fi_recvmsg(rx_ep, &m, FI_MULTI_RECV);
+	for (i = 0; i < 6 && !ret; i++) {
+		fill(sbuf + 1000 * i, 1000, 700 + i);
+		ret = POST(fi_send(tx_ep, sbuf + 1000 * i, 1000, NULL, to,
+				   &sctx));
+		if (!ret && wait_comp(tx_cq, &e, NULL, &err) != 1)
+			ret = -FI_EIO;
+	}
+	if (ret) {
+		result(false, "multi-recv-cq-full", "post/send: %s",
+		       fi_strerror(-ret));
+		goto out;
+	}
+	/* All six were sent (and read by this domain) before the first read. */
+	for (i = 0; i < 6; i++) {
+		ret = wait_comp(rx_cq, &e, NULL, &err);
+		if (ret != 1 || e.buf != rbuf + 1000 * i || e.len != 1000 ||
+		    check(e.buf, 1000, 700 + i) >= 0) {
+			ok = false;
+			diag("completion %zu: ret %d (err %d) buf +%td len %zu",
+			     i, ret, ret ? 0 : err.err,
+			     ret == 1 ? (char *)e.buf - rbuf : -1,
+			     ret == 1 ? e.len : 0);
+			break;
+		}
+		if (e.flags & FI_MULTI_RECV)
+			flagged |= 1u << i;
+	}
+	result(ok, "multi-recv-cq-full", "see above");
+	result(ok && flagged == 1u << 5, "multi-recv-cq-full-last-flag",
+	       "FI_MULTI_RECV on completions %#zx", flagged);
+out:
+	if (tx_ep)
+		fi_close(&tx_ep->fid);
+	if (rx_ep)
+		fi_close(&rx_ep->fid);
+	if (tx_cq)
+		fi_close(&tx_cq->fid);
+	if (rx_cq)
+		fi_close(&rx_cq->fid);
+	if (tx_av)
+		fi_close(&tx_av->fid);
+	if (rx_av)
+		fi_close(&rx_av->fid);
+	fi_freeinfo(mi);
+	sync_peer();
 }
 
 static void usage(void)
@@ -1352,6 +1973,8 @@ int main(int argc, char **argv)
 	if (server == !!host)
 		usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Read once by the provider: t_close_nonblocking() needs it. */
+	setenv("FI_RV_CLOSE_DELAY_MS", "3000", 0);
 	printf("TAP version 13\n");
 	ctl_connect(host, port);
 	setup();
@@ -1369,6 +1992,12 @@ int main(int argc, char **argv)
 	t_hostile();
 	t_local();
 	t_addressing();
+	t_peek_discard();
+	t_complete_levels();
+	t_levels_info();
+	t_cq_limits();
+	t_multi_recv_cq_full();
+	t_close_nonblocking();
 
 	sync_peer();
 	fi_close(&ep->fid);

@@ -191,19 +191,23 @@ pair msg-inj-complete-n 'GOOD: Completed FI_INJECT_COMPLETE Testing' \
 pair rdm-multi-client 'Ping-pong succeeds' fi_rdm_multi_client -C 10 -I 5
 pair unmap-mem '^4k ' fi_unmap_mem -S 4096 -I 10
 pair bw '^1m ' fi_bw -e rdm -v -T 1 -W 2
-skip rdm-tagged-peek "FI_PEEK|FI_DISCARD leaves the message queued: the next FI_PEEK finds it (\"Checking to see if third msg was discarded\", exit 1; the sender then times out); a gap found here, not yet in issue 20"
+# FI_PEEK, FI_PEEK|FI_CLAIM, FI_CLAIM, FI_PEEK|FI_DISCARD, FI_CLAIM|FI_DISCARD
+pair rdm-tagged-peek 'Retrieving fifth message|Waiting for messages to complete' \
+	fi_rdm_tagged_peek
 # One buffer per 64 (1k) or 32 (64k: rendezvous) messages, reposted on the
 # FI_MULTI_RECV completion; -v checks each message's data.
 pair multi-recv '^1k ' fi_multi_recv -e rdm -v -S 1024 -I 100
 pair multi-recv-rndv '^64k ' fi_multi_recv -e rdm -v -S 65536 -I 100
-skip rdm-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20); a pass would test nothing"
-skip bw-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20); a pass would test nothing"
+# -U: FI_DELIVERY_COMPLETE in tx_attr->op_flags; eager sends complete on
+# the receiver's ACK (lib/librv-fi/README.md, "Completion levels")
+pair rdm-u 'Received data from client|Send completion received' fi_rdm -U
+pair bw-u '^1m ' fi_bw -e rdm -v -T 1 -W 2 -U
 pair rdm-inband 'Received data from client|Send completion received' fi_rdm
 
 # ---- benchmarks, with data checks -------------------------------------------------
 pair rdm-pingpong '^1m ' fi_rdm_pingpong -I 3 -w 1 -v -W 4
 pair rdm-tagged-pingpong '^1m ' fi_rdm_tagged_pingpong -I 3 -w 1 -v -W 4
 pair rdm-tagged-bw '^1m ' fi_rdm_tagged_bw -I 3 -w 1 -v -W 4
-skip rdm-tagged-bw-u "-U (FI_DELIVERY_COMPLETE): rv drops the flag silently (issue 20)"
+pair rdm-tagged-bw-u '^1m ' fi_rdm_tagged_bw -I 3 -w 1 -v -W 4 -U
 
 tap_end
