@@ -351,7 +351,8 @@ static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 	if (!ret || ret == -EAGAIN ||
 	    (ret == -EPIPE && node_usable(ep, n, false) &&
 	     n->state == RV_CONN_STATE_CONNECTING)) {
-		if (!ret)
+		/* Counted once per message that has to wait. */
+		if (!ret && op->state != RVFI_ST_WRITE_PENDING)
 			ep->n_ring_waits++;
 		op->state = RVFI_ST_WRITE_PENDING;
 		rvfi_list_add_tail(&ep->write_pending, &op->link);
