@@ -258,9 +258,8 @@ struct rvfi_hdr {
 	uint16_t rkey_shift;	/* CTS with nkeys > 1: the key chunk's log2 */
 	uint32_t token;		/* CTS, RDATA: the receiver's token */
 	uint64_t tag;
-	uint64_t data;
+	uint64_t data;		/* RTS: cq data; CTS: log2 of the write size */
 	uint64_t len;		/* payload, or RTS: message, CTS: to write */
-	/* @data in a CTS: log2 of the write size (see RVFI_WSHIFT_MIN) */
 	uint64_t msg_id;	/* RTS, CTS: the sender's message id */
 	uint64_t raddr;		/* CTS */
 	uint32_t rkey;		/* CTS: the key of raddr's chunk */
@@ -320,7 +319,11 @@ struct rvfi_op {
 	uint32_t nkeys;
 	unsigned int rkey_shift;
 	size_t posted;		/* send: bytes written or being written */
-	uint32_t writes;	/* send: writes in flight; recv: RECVs due */
+	/*
+	 * send: writes in flight; recv: RECVs due, or while on token_wait
+	 * the RECVs it waits for ring room for
+	 */
+	uint32_t writes;
 	bool write_failed;	/* send: a write completed in error */
 	unsigned int wshift;	/* log2 of the write size (from the CTS) */
 	/* send: the registration windows after @mr (first [0, RVFI_REG_WINDOW)) */
