@@ -966,7 +966,7 @@ out:
 }
 
 /* This process's ring size and overflows (rv's record of its file). */
-static bool rv_ring(uint32_t *entries, uint64_t *overflows)
+static bool rv_ring(uint32_t *entries, uint64_t *overflows, uint64_t *failed)
 {
 	struct rv_dump_proc recs[64];
 	struct rv_dump d = {
@@ -987,6 +987,7 @@ static bool rv_ring(uint32_t *entries, uint64_t *overflows)
 			if (r->pid == (uint32_t)getpid()) {
 				*entries = r->ring_entries;
 				*overflows = r->ring_overflows;
+				*failed = r->writes_failed;
 				found = true;
 			}
 		}
@@ -1016,7 +1017,7 @@ static void t_ring(void)
 	size_t off[NRING + 1], i, nsend = 0, nrecv = 0, bad = 0;
 	uint64_t mine = server ? 0x5000 : 0x6000;
 	uint64_t theirs = server ? 0x6000 : 0x5000;
-	uint64_t w0, r0, w1, r1, ov = 0, peer_r;
+	uint64_t w0, r0, w1, r1, ov = 0, failed = 0, peer_r;
 	struct fi_cq_err_entry err;
 	uint32_t entries = 0;
 	char *sb, *rb;
@@ -1083,15 +1084,20 @@ static void t_ring(void)
 	r1 -= r0;
 	ctl_write(&r1, sizeof(r1));
 	ctl_read(&peer_r, sizeof(peer_r));
-	/* Read before result(): its arguments are evaluated in any order. */
-	ok = rv_ring(&entries, &ov);
-	result(ok && entries == 64 && ov == 0 &&
-	       w1 - w0 == peer_r && w1 - w0 > NRING,
+	/*
+	 * Read before result(): its arguments are evaluated in any order.
+	 * A write that failed (a QP lost under load; its message then went
+	 * over TCP) may or may not have landed: the peer's RECVs lie between
+	 * the writes that succeeded and all the writes.
+	 */
+	ok = rv_ring(&entries, &ov, &failed);
+	result(ok && entries == 64 && ov == 0 && w1 - w0 > NRING &&
+	       peer_r + failed >= w1 - w0 && peer_r <= w1 - w0,
 	       "ring-bound-no-overflow",
-	       "ring %u entries, %llu overflows, %llu writes, peer got %llu RECVs (want > %d)",
+	       "ring %u entries, %llu overflows, %llu writes (%llu failed since attach), peer got %llu RECVs (want > %d)",
 	       entries, (unsigned long long)ov,
-	       (unsigned long long)(w1 - w0), (unsigned long long)peer_r,
-	       NRING);
+	       (unsigned long long)(w1 - w0), (unsigned long long)failed,
+	       (unsigned long long)peer_r, NRING);
 	diag("ring of %u entries: %llu writes posted for %d messages",
 	     entries, (unsigned long long)(w1 - w0), NRING);
 	munmap(sb, off[NRING]);
