@@ -106,6 +106,8 @@ fi_addr_t rvfi_peer_fiaddr(struct rvfi_ep *ep, struct rvfi_peer *p)
 
 void rvfi_op_free(struct rvfi_op *op)
 {
+	uint32_t i;
+
 	/* A multi-receive parent waits for its last child. */
 	if (op->multi && rvfi_multi_hold(op))
 		return;
@@ -115,6 +117,9 @@ void rvfi_op_free(struct rvfi_op *op)
 	/* Closing: rv_close(), outside the domain lock, frees them all. */
 	if (op->mr > 0 && !op->ep->closing)
 		rv_dereg_mem(op->ep->rv, op->mr);
+	for (i = 0; i < op->nwmr && !op->ep->closing; i++)
+		rv_dereg_mem(op->ep->rv, op->wmrs[i]);
+	free(op->wmrs);
 	free(op->rkeys);
 	free(op);
 }
@@ -497,6 +502,7 @@ static int ep_attach(struct rvfi_ep *ep)
 	at.job_key_len = strlen(rvfi_env.job_key);
 	memcpy(at.job_key, rvfi_env.job_key, at.job_key_len);
 	at.num_conn = rvfi_env.num_conn;
+	at.ring_entries = rvfi_env.ring_entries;
 	ret = rv_attach(ep->rv, &at);
 	if (ret < 0) {
 		RVFI_WARN("rv_attach(%s, gid %d, job %s): %s\n", dom->name,
@@ -508,6 +514,11 @@ static int ep_attach(struct rvfi_ep *ep)
 	}
 	ep->slot = ret;
 	ep->slot_bits = rv_slot_bits(ep->rv);
+	/* The kernel wrote back what is in effect. */
+	ep->num_conn = at.num_conn ? at.num_conn : 1;
+	ep->ring_entries = at.ring_entries;
+	ep->tx_max = at.ring_entries / 2;
+	ep->rx_max = at.ring_entries / 2 - RVFI_RING_SLACK;
 	ep->token_user_mask = UINT32_MAX >> ep->slot_bits;
 	ep->ntokens = 4096;
 	while (ep->ntokens - 1 > ep->token_user_mask)
@@ -588,6 +599,7 @@ int rvfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	rvfi_list_init(&ep->write_pending);
 	rvfi_list_init(&ep->token_wait);
 	rvfi_list_init(&ep->writing);
+	rvfi_list_init(&ep->dead);
 	ep->by_fiaddr_gen = UINT64_MAX;
 
 	ep->self.version = RVFI_ADDR_VERSION;

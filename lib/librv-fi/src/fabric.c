@@ -87,6 +87,19 @@ void rvfi_env_init(void)
 	v = getenv("FI_RV_NUM_CONN");
 	if (v && *v)
 		rvfi_env.num_conn = strtoul(v, NULL, 0);
+	v = getenv("FI_RV_RING_ENTRIES");
+	if (v && *v)
+		rvfi_env.ring_entries = strtoul(v, NULL, 0);
+	/* rv_attach() would refuse it: keep the module's default. */
+	if (rvfi_env.ring_entries &&
+	    (rvfi_env.ring_entries < RV_MIN_RING_ENTRIES ||
+	     rvfi_env.ring_entries > RV_MAX_RING_ENTRIES ||
+	     (rvfi_env.ring_entries & (rvfi_env.ring_entries - 1)))) {
+		RVFI_WARN("FI_RV_RING_ENTRIES %u is not a power of two in %u..%u: using rv's default\n",
+			  rvfi_env.ring_entries, RV_MIN_RING_ENTRIES,
+			  RV_MAX_RING_ENTRIES);
+		rvfi_env.ring_entries = 0;
+	}
 	v = getenv("FI_RV_DEVICE");
 	if (v && *v)
 		snprintf(rvfi_env.device, sizeof(rvfi_env.device), "%s", v);
@@ -111,6 +124,8 @@ FI_EXT_INI
 			"rv job key, at most 16 bytes (default: from the launcher)");
 	fi_param_define(&rvfi_prov, "num_conn", FI_PARAM_INT,
 			"rv QPs per remote node (default: the module's)");
+	fi_param_define(&rvfi_prov, "ring_entries", FI_PARAM_INT,
+			"rv event ring entries per endpoint, a power of two (default: the module's)");
 	rvfi_env_init();
 	return &rvfi_prov;
 }

@@ -7,15 +7,31 @@
  *                                         match (or queue as unexpected)
  *                                         rv_reg_mem(buf, REMOTE_WRITE)
  *              <-- CTS{id, iova, rkeys, len to write, token}
- *   rv_post_write(imm = slot | token) ==> (RDMA WRITE with immediate)
- *   ... one write per rkey ...
+ *   rv_post_writes(imm = slot | token) ==> (RDMA WRITE with immediate)
+ *   ... one write per piece ...
  *   RV_EVENT_SEND each: send complete     RV_EVENT_RECV(token) each:
  *                                         the last one: recv done
  *
- * rv gives a remote-access registration one key per aligned chunk of
- * 1 << rkey_shift bytes (2 MiB on rxe), and a write must stay in one
- * chunk: the sender writes chunk by chunk, the writes striped over the
- * connection's QPs, and the receiver counts one RECV per key.
+ * Pipelined: the receiver registers its whole buffer (one CTS carries
+ * every key: rv gives a remote-access registration one key per aligned
+ * chunk of 1 << rkey_shift bytes, 2 MiB on rxe) and chooses the write
+ * size, 1 << wshift bytes (CTS @data): about one piece per QP of the
+ * connection, 64 KiB to 1 MiB, never more than a key chunk.  Pieces are
+ * aligned on the remote address, so both sides count the same number of
+ * them and none crosses a key chunk; each is one write with immediate,
+ * and rv stripes them over the connection's QPs.  The receiver counts one
+ * RECV per piece.  The sender registers its buffer in windows of about
+ * RVFI_REG_WINDOW (the first at RTS time, overlapping the handshake; each
+ * next one once the current one's writes are posted, while they fly).
+ *
+ * Bounded by the event ring: a SEND event per write lands in the
+ * sender's ring, a RECV per piece in the receiver's.  An endpoint (one rv
+ * file, one ring) posts a write only while fewer than half its ring's
+ * entries are taken by unreaped SEND events, and sends a CTS only if the
+ * RECVs it announces fit the other half (less RVFI_RING_SLACK); the rest
+ * waits, in order, for events to be reaped.  The kernel thus never has
+ * more events for the ring than it holds; should it still report an
+ * overflow, every message waiting for an event fails (ring_overflowed()).
  *
  * The token (the immediate's user bits) indexes the receiver's table of
  * receives waiting for data, with a sequence number in the high bits so a
@@ -119,6 +135,36 @@ static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n, bool retry)
 
 /* ---- sender -------------------------------------------------------------- */
 
+/*
+ * Registers [@lo, @hi) of @op's buffer as the window writes are now taken
+ * from.  The first window (at RTS time) is op->mr; later ones go on
+ * op->wmrs, all dropped when the op is freed.
+ */
+static int reg_window(struct rvfi_ep *ep, struct rvfi_op *op, size_t lo,
+		      size_t hi)
+{
+	int *w, ret;
+
+	ret = rv_reg_mem(ep->rv, (char *)op->buf + lo, hi - lo, 0, NULL);
+	if (ret <= 0)
+		return ret ? ret : -EINVAL;
+	if (!op->mr) {
+		op->mr = ret;
+	} else {
+		w = realloc(op->wmrs, (op->nwmr + 1) * sizeof(*w));
+		if (!w) {
+			rv_dereg_mem(ep->rv, ret);
+			return -ENOMEM;
+		}
+		op->wmrs = w;
+		w[op->nwmr++] = ret;
+	}
+	op->cur_mr = ret;
+	op->mr_lo = lo;
+	op->mr_hi = hi;
+	return 0;
+}
+
 int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_peer *p = op->peer;
@@ -127,13 +173,16 @@ int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 
 	op->msg_id = ++ep->next_msg_id;
 	/* Same node: rv connects nodes, the data goes as RDATA (no MR). */
-	if (!p->local) {
+	if (!p->local && !ep->rv_broken) {
 		if (!p->node)
 			p->node = rvfi_node_get(ep, p->addr.ip);
 		node_usable(ep, p->node, true);
-		/* Registering now overlaps the RTS/CTS round trip. */
-		ret = rv_reg_mem(ep->rv, op->buf, op->len, 0, NULL);
-		op->mr = ret > 0 ? ret : 0;
+		/*
+		 * The first window now, overlapping the RTS/CTS round trip;
+		 * the next ones while the writes of the previous one fly.
+		 */
+		ret = reg_window(ep, op, 0, op->len < RVFI_REG_WINDOW ?
+				 op->len : RVFI_REG_WINDOW);
 		if (ret < 0)
 			RVFI_DBG("rv_reg_mem(%zu): %s, data will go over TCP\n",
 				 op->len, strerror(-ret));
@@ -187,31 +236,61 @@ static void send_rdata(struct rvfi_ep *ep, struct rvfi_op *op)
 	}
 }
 
-/* The next write of @op: up to the end of its remote key chunk. */
+/*
+ * Writes into [@raddr, @raddr + @len) come in pieces of 1 << @wshift bytes
+ * aligned on the remote address (so none crosses a key chunk, whose size is
+ * a larger power of two): how many.  Both sides count them this way.
+ */
+static uint64_t nr_pieces(uint64_t raddr, uint64_t len, unsigned int wshift)
+{
+	return ((raddr + len - 1) >> wshift) - (raddr >> wshift) + 1;
+}
+
+/* Offset in @op where the piece holding offset @off ends. */
+static size_t piece_end(const struct rvfi_op *op, size_t off)
+{
+	uint64_t r = op->raddr + off;
+	size_t end = (size_t)(((r >> op->wshift) + 1) << op->wshift) -
+		     (size_t)op->raddr;
+
+	return end < op->xfer ? end : op->xfer;
+}
+
+/* The next write of @op: one piece, from op->posted. */
 static void next_write(struct rvfi_ep *ep, struct rvfi_op *op,
 		       struct rv_write *w)
 {
 	struct rvfi_node *n = op->peer->node;
 	uint64_t raddr = op->raddr + op->posted;
-	uint64_t len = op->xfer - op->posted;
 
 	memset(w, 0, sizeof(*w));
 	w->rkey = op->rkey;
-	if (op->nkeys > 1) {
-		uint64_t span = rv_rkey_span(raddr, op->rkey_shift);
-
-		if (len > span)
-			len = span;
+	if (op->nkeys > 1)
 		w->rkey = op->rkeys[rv_rkey_index(op->raddr, raddr,
 						  op->rkey_shift)];
-	}
 	w->wr_id = (uintptr_t)op;
 	w->local_addr = (uintptr_t)op->buf + op->posted;
 	w->remote_addr = raddr;
-	w->length = len;
+	w->length = piece_end(op, op->posted) - op->posted;
 	w->conn_handle = n ? n->handle : 0;
-	w->mr_handle = op->mr;
+	w->mr_handle = op->cur_mr;
 	w->imm = rv_imm(ep->slot_bits, ntohl(op->peer->addr.slot), op->token);
+}
+
+/*
+ * Makes the piece at op->posted covered by the current window: registers
+ * the next one, [posted, about RVFI_REG_WINDOW on, to a piece's end).
+ */
+static int window_for_next(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	size_t end = piece_end(op, op->posted);
+	size_t hi;
+
+	if (op->posted >= op->mr_lo && end <= op->mr_hi)
+		return 0;
+	hi = op->posted + RVFI_REG_WINDOW;
+	hi = hi >= op->xfer ? op->xfer : piece_end(op, hi - 1);
+	return reg_window(ep, op, op->posted, hi);
 }
 
 /* Every write of @op has completed: done, or the data goes over TCP. */
@@ -225,33 +304,68 @@ static void writes_done(struct rvfi_ep *ep, struct rvfi_op *op)
 	send_rdata(ep, op);
 }
 
+#define RVFI_POST_BATCH	16
+
 /*
- * Post what is left of @op's writes.  @op is on no list; it ends on
- * @ep->write_pending (queues full or connecting: retried from progress)
- * or @ep->writing (all posted, completions due).
+ * Post what is left of @op's writes, as many as the ring has room for
+ * the SEND events of.  @op is on no list; it ends on @ep->write_pending
+ * (no ring room, queues full or connecting: retried from progress) or
+ * @ep->writing (all posted, completions due).
  */
 static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_node *n = op->peer->node;
-	struct rv_write w;
+	struct rv_write w[RVFI_POST_BATCH];
+	unsigned int nw, i;
+	size_t save;
 	int ret = 0;
 
-	while (op->posted < op->xfer) {
-		next_write(ep, op, &w);
-		ret = rv_post_write(ep->rv, &w);
+	while (op->posted < op->xfer && ep->tx_used < ep->tx_max) {
+		ret = window_for_next(ep, op);
 		if (ret)
 			break;
-		op->posted += w.length;
-		op->writes++;
+		/* A batch: pieces of the current window, as room allows. */
+		save = op->posted;
+		for (nw = 0; nw < RVFI_POST_BATCH && op->posted < op->xfer &&
+		     ep->tx_used + nw < ep->tx_max &&
+		     piece_end(op, op->posted) <= op->mr_hi; nw++) {
+			next_write(ep, op, &w[nw]);
+			op->posted += w[nw].length;
+		}
+		op->posted = save;
+		ret = rv_post_writes(ep->rv, w, nw);
+		if (ret > 0) {
+			for (i = 0; i < (unsigned int)ret; i++)
+				op->posted += w[i].length;
+			op->writes += ret;
+			ep->tx_used += ret;
+		}
+		if (ret < 0)
+			break;
+		if ((unsigned int)ret < nw) {
+			/* A batch does not say why it stopped: post it alone. */
+			next_write(ep, op, &w[0]);
+			ret = rv_post_write(ep->rv, &w[0]);
+			if (ret)
+				break;
+			op->posted += w[0].length;
+			op->writes++;
+			ep->tx_used++;
+		}
+		ret = 0;
 	}
-	if (!ret) {
+	if (!ret && op->posted == op->xfer) {
 		op->state = RVFI_ST_WRITING;
 		rvfi_list_add_tail(&ep->writing, &op->link);
 		return;
 	}
-	/* Not connected yet, or queues full: retried from progress. */
-	if (ret == -EAGAIN || (ret == -EPIPE && node_usable(ep, n, false) &&
-			       n->state == RV_CONN_STATE_CONNECTING)) {
+	/* No ring room, not connected yet, or queues full: from progress. */
+	if (!ret || ret == -EAGAIN ||
+	    (ret == -EPIPE && node_usable(ep, n, false) &&
+	     n->state == RV_CONN_STATE_CONNECTING)) {
+		/* Counted once per message that has to wait. */
+		if (!ret && op->state != RVFI_ST_WRITE_PENDING)
+			ep->n_ring_waits++;
 		op->state = RVFI_ST_WRITE_PENDING;
 		rvfi_list_add_tail(&ep->write_pending, &op->link);
 		return;
@@ -275,6 +389,7 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 {
 	struct rvfi_list *pos, *tmp;
 	struct rvfi_op *op = NULL;
+	uint32_t i;
 
 	rvfi_list_for_each_safe(pos, tmp, &from->rndv_sends) {
 		struct rvfi_op *o = container_of(pos, struct rvfi_op, link);
@@ -297,16 +412,30 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 	}
 	op->xfer = h->len < op->len ? h->len : op->len;
 	op->token = h->token;
+	if ((h->flags & RVFI_F_TCP) || !op->mr || ep->rv_broken ||
+	    !node_usable(ep, op->peer->node, false)) {
+		send_rdata(ep, op);
+		return;
+	}
 	op->raddr = h->raddr;
 	op->rkey = h->rkey;
 	op->nkeys = h->nkeys;
 	op->rkey_shift = h->rkey_shift;
-	if (op->nkeys > 1 && !(h->flags & RVFI_F_TCP)) {
-		uint32_t i;
-
-		/* A peer's shift must make sense before we index with it. */
-		op->rkeys = h->rkey_shift >= 12 && h->rkey_shift < 64 ?
-			    malloc(op->nkeys * sizeof(uint32_t)) : NULL;
+	op->wshift = (unsigned int)h->data;
+	/*
+	 * A peer's shifts must make sense before we index with them: pieces
+	 * of 4 KiB..RV_MAX_WRITE_BYTES, none across a key chunk.
+	 */
+	if (op->wshift < 12 || op->wshift > 30 || op->raddr + op->xfer < op->raddr ||
+	    (op->nkeys > 1 && (h->rkey_shift < 12 || h->rkey_shift >= 64 ||
+			       op->wshift > op->rkey_shift))) {
+		RVFI_WARN("CTS with write shift %u, key shift %u: sending over TCP\n",
+			  op->wshift, h->rkey_shift);
+		send_rdata(ep, op);
+		return;
+	}
+	if (op->nkeys > 1) {
+		op->rkeys = malloc(op->nkeys * sizeof(uint32_t));
 		if (!op->rkeys) {
 			send_rdata(ep, op);
 			return;
@@ -324,11 +453,6 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 			send_rdata(ep, op);
 			return;
 		}
-	}
-	if ((h->flags & RVFI_F_TCP) || !op->mr ||
-	    !node_usable(ep, op->peer->node, false)) {
-		send_rdata(ep, op);
-		return;
 	}
 	post_write(ep, op);
 }
@@ -361,18 +485,45 @@ static struct rvfi_op *token_find(struct rvfi_ep *ep, uint32_t token)
 	return op && op->token == token ? op : NULL;
 }
 
-static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op);
+static bool cts_try(struct rvfi_ep *ep, struct rvfi_op *op);
+
+/*
+ * Receives waiting for a token or for ring room get their CTS, in order,
+ * while there is room.  Not reentered: a CTS that fails completes its
+ * receive, which releases a token and would come back here.
+ */
+static void cts_drain(struct rvfi_ep *ep)
+{
+	struct rvfi_op *w;
+
+	if (ep->cts_draining)
+		return;
+	ep->cts_draining = true;
+	while (!rvfi_list_empty(&ep->token_wait)) {
+		w = container_of(ep->token_wait.next, struct rvfi_op, link);
+		/* Waiting for ring room (@writes RECVs): no retry before. */
+		if (w->writes && ep->rx_used + w->writes > ep->rx_max)
+			break;
+		rvfi_list_del(&w->link);
+		if (!cts_try(ep, w)) {
+			/* Still no room: it stays first in line. */
+			w->link.next = ep->token_wait.next;
+			w->link.prev = &ep->token_wait;
+			ep->token_wait.next->prev = &w->link;
+			ep->token_wait.next = &w->link;
+			break;
+		}
+	}
+	ep->cts_draining = false;
+}
 
 static void token_put(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	ep->tokens[op->token & (ep->ntokens - 1)] = NULL;
-	if (!rvfi_list_empty(&ep->token_wait)) {
-		struct rvfi_op *w = container_of(ep->token_wait.next,
-						 struct rvfi_op, link);
-
-		rvfi_list_del(&w->link);
-		send_cts(ep, w);
-	}
+	/* RECVs that will not come (the data came as RDATA) free room. */
+	ep->rx_used -= op->rx_reserved;
+	op->rx_reserved = 0;
+	cts_drain(ep);
 }
 
 static void recv_done(struct rvfi_ep *ep, struct rvfi_op *op)
@@ -418,7 +569,6 @@ static int reg_recv_buf(struct rvfi_ep *ep, struct rvfi_op *op,
 	h->rkey = reg.rkey;
 	h->nkeys = reg.nr_rkeys;
 	h->rkey_shift = reg.rkey_shift;
-	op->writes = reg.nr_rkeys;
 	if (reg.nr_rkeys > 1) {
 		for (i = 0; i < reg.nr_rkeys; i++)
 			k[i] = htole32(k[i]);
@@ -429,42 +579,84 @@ static int reg_recv_buf(struct rvfi_ep *ep, struct rvfi_op *op,
 	return ret;
 }
 
-static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
+/*
+ * The write size for @op's @xfer bytes at @raddr: about one piece per QP
+ * of the connection (rv stripes writes over them), RVFI_WSHIFT_MIN to
+ * RVFI_WSHIFT_MAX, never across a key chunk; larger if the RECVs would
+ * not fit the ring's receive half.  0 if they never can: RDATA then.
+ */
+static unsigned int pick_wshift(struct rvfi_ep *ep, const struct rvfi_hdr *h,
+				size_t xfer)
+{
+	unsigned int ws = RVFI_WSHIFT_MIN;
+	unsigned int max = h->nkeys > 1 ? h->rkey_shift : 30;
+
+	while (ws < RVFI_WSHIFT_MAX && ((size_t)1 << ws) * ep->num_conn < xfer)
+		ws++;
+	if (ws > max)
+		ws = max;
+	while (nr_pieces(h->raddr, xfer, ws) > ep->rx_max && ws < max)
+		ws++;
+	return nr_pieces(h->raddr, xfer, ws) <= ep->rx_max ? ws : 0;
+}
+
+/*
+ * Sends @op's CTS if a token and the ring room for its RECVs are free;
+ * false if not (nothing held: the caller queues it).
+ */
+static bool cts_try(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_peer *from = op->from;
 	uint32_t *keys = NULL;
 	struct rvfi_hdr h;
+	unsigned int ws = 0;
+	uint64_t n = 0;
 	int ret;
 
 	memset(&h, 0, sizeof(h));
 	h.op = RVFI_OP_CTS;
 	h.msg_id = op->src_id;
 	h.len = op->xfer;
-	if (!op->xfer) {
-		/* Nothing to write: answer and complete at once. */
-		rvfi_tcp_send(ep, from, &h, NULL, false, NULL);
-		if (op->olen)
-			rvfi_complete_err(op, FI_ETRUNC, op->olen);
-		else
-			rvfi_complete_ok(op);
-		return;
-	}
-	if (!token_take(ep, op)) {
-		op->state = RVFI_ST_WAIT_TOKEN;
-		rvfi_list_add_tail(&ep->token_wait, &op->link);
-		return;
-	}
+	op->writes = 0;
+	if (!token_take(ep, op))
+		return false;
 	h.token = op->token;
 	/* A peer on this node gets RVFI_F_TCP: node_usable(NULL) fails. */
 	if (!from->node && !from->local)
 		from->node = rvfi_node_get(ep, from->addr.ip);
-	ret = node_usable(ep, from->node, true) ?
+	ret = !ep->rv_broken && node_usable(ep, from->node, true) ?
 	      reg_recv_buf(ep, op, &h, &keys) : -ENOTCONN;
 	if (ret > 0) {
+		ws = pick_wshift(ep, &h, op->xfer);
+		n = ws ? nr_pieces(h.raddr, op->xfer, ws) : 0;
+		if (n && ep->rx_used + n > ep->rx_max) {
+			/* The ring could not report them all: wait. */
+			rv_dereg_mem(ep->rv, ret);
+			free(keys);
+			ep->tokens[op->token & (ep->ntokens - 1)] = NULL;
+			ep->n_ring_waits++;
+			op->writes = (uint32_t)n;	/* what it waits for */
+			return false;
+		}
+		if (!n) {
+			RVFI_INFO("%zu bytes need more writes than the ring holds: over TCP\n",
+				  op->xfer);
+			rv_dereg_mem(ep->rv, ret);
+			free(keys);
+			keys = NULL;
+			ret = -ENOSPC;
+		}
+	}
+	if (ret > 0) {
 		op->mr = ret;
+		op->writes = (uint32_t)n;
+		op->rx_reserved = (uint32_t)n;
+		ep->rx_used += (uint32_t)n;
+		h.data = ws;
 	} else {
 		RVFI_DBG("rv_reg_mem_keys(%zu): %s, data will go over TCP\n",
 			 op->xfer, strerror(-ret));
+		memset(&h.raddr, 0, sizeof(h) - offsetof(struct rvfi_hdr, raddr));
 		h.flags = RVFI_F_TCP;
 	}
 	op->state = RVFI_ST_WAIT_DATA;
@@ -474,6 +666,30 @@ static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
 	if (ret) {
 		token_put(ep, op);
 		rvfi_complete_err(op, FI_EIO, 0);
+	}
+	return true;
+}
+
+static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_hdr h;
+
+	if (!op->xfer) {
+		/* Nothing to write: answer and complete at once. */
+		memset(&h, 0, sizeof(h));
+		h.op = RVFI_OP_CTS;
+		h.msg_id = op->src_id;
+		rvfi_tcp_send(ep, op->from, &h, NULL, false, NULL);
+		if (op->olen)
+			rvfi_complete_err(op, FI_ETRUNC, op->olen);
+		else
+			rvfi_complete_ok(op);
+		return;
+	}
+	/* In order: behind those already waiting. */
+	if (!rvfi_list_empty(&ep->token_wait) || !cts_try(ep, op)) {
+		op->state = RVFI_ST_WAIT_TOKEN;
+		rvfi_list_add_tail(&ep->token_wait, &op->link);
 	}
 }
 
@@ -520,6 +736,11 @@ static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 
 	if (e->kind == RV_EVENT_SEND) {
 		op = (struct rvfi_op *)(uintptr_t)e->wr_id;
+		if (ep->tx_used)
+			ep->tx_used--;
+		/* Already failed by a ring overflow: kept until close. */
+		if (op->dead)
+			return;
 		if (e->status && !op->write_failed) {
 			/* The receiver still waits: TCP once all are done. */
 			RVFI_WARN("rv write of %zu bytes failed (status %u), sending over TCP\n",
@@ -537,13 +758,72 @@ static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 	}
 	if (e->kind == RV_EVENT_RECV) {
 		op = token_find(ep, rv_imm_user(ep->slot_bits, e->imm));
-		/* One RECV per key: the last says every write landed. */
-		if (op && !--op->writes)
-			recv_done(ep, op);
-		else
+		if (!op || !op->writes) {
 			RVFI_DBG("RECV event for no receive (imm %#x)\n",
 				 e->imm);
+			return;
+		}
+		if (op->rx_reserved) {
+			op->rx_reserved--;
+			ep->rx_used--;
+		}
+		/* One RECV per piece: the last says every write landed. */
+		if (!--op->writes)
+			recv_done(ep, op);
 	}
+}
+
+/* An error completion for @op, which stays allocated on @ep->dead. */
+static void fail_dead(struct rvfi_ep *ep, struct rvfi_op *op)
+{
+	struct rvfi_cq *cq = op->kind == RVFI_SEND ? ep->tx_cq : ep->rx_cq;
+
+	if (cq)
+		rvfi_cq_push_err(cq, op->context, op->cq_flags,
+				 op->kind == RVFI_RECV ? op->xfer : 0,
+				 op->kind == RVFI_RECV ? op->buf : NULL,
+				 op->has_data ? op->data : 0,
+				 (op->cq_flags & FI_TAGGED) ? op->tag : 0,
+				 0, FI_EIO, -EOVERFLOW, op->src);
+	op->dead = true;
+	rvfi_list_add_tail(&ep->dead, &op->link);
+}
+
+/*
+ * The kernel dropped events although the ring was never asked to hold
+ * more than it has.  Which ones is unknown, so every message waiting for
+ * one fails (FI_EIO, prov_errno -EOVERFLOW) instead of hanging: writes in
+ * flight and receives expecting RECVs.  Their ops stay allocated (an
+ * event may still name them) until the endpoint closes, and from now on
+ * the endpoint sends all rendezvous data over TCP.
+ */
+static void ring_overflowed(struct rvfi_ep *ep)
+{
+	struct rvfi_list *pos, *tmp;
+	struct rvfi_op *op;
+	uint32_t i;
+
+	RVFI_WARN("rv event ring overflowed (%llu events lost): failing every message in flight over rv, TCP from now on\n",
+		  (unsigned long long)ep->ring_overflows);
+	ep->rv_broken = true;
+	rvfi_list_for_each_safe(pos, tmp, &ep->writing) {
+		rvfi_list_del(pos);
+		fail_dead(ep, container_of(pos, struct rvfi_op, link));
+	}
+	rvfi_list_for_each_safe(pos, tmp, &ep->write_pending) {
+		rvfi_list_del(pos);
+		fail_dead(ep, container_of(pos, struct rvfi_op, link));
+	}
+	for (i = 0; i < ep->ntokens; i++) {
+		op = ep->tokens[i];
+		if (!op || !op->rx_reserved)
+			continue;
+		ep->tokens[i] = NULL;
+		fail_dead(ep, op);
+	}
+	ep->tx_used = 0;
+	ep->rx_used = 0;
+	cts_drain(ep);
 }
 
 void rvfi_rndv_progress(struct rvfi_ep *ep)
@@ -557,12 +837,13 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 		for (i = 0; i < n; i++)
 			on_event(ep, &evs[i]);
 	} while (n == 64);
-	/* A lost event is a message that never completes: say so. */
+	/* Impossible by construction (see struct rvfi_ep); loud if not. */
 	if (rv_ring_overflows(ep->rv) != ep->ring_overflows) {
 		ep->ring_overflows = rv_ring_overflows(ep->rv);
-		RVFI_WARN("rv event ring overflowed (%llu events lost so far)\n",
-			  (unsigned long long)ep->ring_overflows);
+		ring_overflowed(ep);
 	}
+	/* RECVs reaped may have made room for waiting CTSs. */
+	cts_drain(ep);
 
 	if (rvfi_list_empty(&ep->write_pending))
 		return;
@@ -607,9 +888,14 @@ void rvfi_rndv_cleanup(struct rvfi_ep *ep)
 	struct rvfi_list *pos, *tmp;
 	uint32_t i;
 
+	RVFI_INFO("ep slot %d: ring of %u entries, %llu waits for ring room, %llu overflows\n",
+		  ep->slot, ep->ring_entries,
+		  (unsigned long long)ep->n_ring_waits,
+		  (unsigned long long)ep->ring_overflows);
 	free_list(&ep->write_pending);
 	free_list(&ep->writing);
 	free_list(&ep->token_wait);
+	free_list(&ep->dead);
 	for (i = 0; ep->tokens && i < ep->ntokens; i++) {
 		if (ep->tokens[i])
 			rvfi_op_free(ep->tokens[i]);

@@ -59,6 +59,22 @@
 #define RVFI_ADDR_VERSION	2
 /* FI_OPT_MIN_MULTI_RECV's default: an inject-sized message still fits. */
 #define RVFI_MIN_MULTI_RECV	RVFI_INJECT_SIZE
+/*
+ * Large messages to another node: the sender registers its buffer in
+ * windows of about RVFI_REG_WINDOW bytes (the next one while the writes of
+ * the current one fly) and writes it in pieces of 1 << wshift bytes, the
+ * receiver's choice (CTS @data) between RVFI_WSHIFT_MIN and
+ * RVFI_WSHIFT_MAX, so that one message spreads over the connection's QPs.
+ */
+#define RVFI_REG_WINDOW		((size_t)4 << 20)
+#define RVFI_WSHIFT_MIN		16
+#define RVFI_WSHIFT_MAX		20
+/*
+ * Event ring entries kept free of any reservation: a write that completed
+ * in error may still have landed, and its RECV then comes for a receive
+ * that already released its reservation (completed over TCP).
+ */
+#define RVFI_RING_SLACK		8
 
 extern struct fi_provider rvfi_prov;
 
@@ -175,6 +191,7 @@ struct rvfi_fabric {
 struct rvfi_env {
 	size_t rndv_threshold;
 	uint32_t num_conn;
+	uint32_t ring_entries;		/* 0: the module's default */
 	char job_key[RV_JOB_KEY_MAX + 1];
 	char device[64];
 	/* FI_RV_CLOSE_DELAY_MS: test hook, see ep_close() */
@@ -310,7 +327,7 @@ struct rvfi_hdr {
 	uint16_t rkey_shift;	/* CTS with nkeys > 1: the key chunk's log2 */
 	uint32_t token;		/* CTS, RDATA: the receiver's token */
 	uint64_t tag;
-	uint64_t data;
+	uint64_t data;		/* RTS: cq data; CTS: log2 of the write size */
 	uint64_t len;		/* payload, or RTS: message, CTS: to write */
 	uint64_t msg_id;	/* RTS, CTS: the sender's message id */
 	uint64_t raddr;		/* CTS */
@@ -337,7 +354,7 @@ enum rvfi_op_state {
 	RVFI_ST_WAIT_CTS,	/* send: RTS queued or sent */
 	RVFI_ST_WRITE_PENDING,	/* send: rv_post_write said EAGAIN */
 	RVFI_ST_WRITING,	/* send: write posted */
-	RVFI_ST_WAIT_TOKEN,	/* recv: matched an RTS, no token free */
+	RVFI_ST_WAIT_TOKEN,	/* recv: matched an RTS, no token or ring room */
 	RVFI_ST_WAIT_DATA,	/* recv: CTS sent, waiting for the write */
 };
 
@@ -373,8 +390,20 @@ struct rvfi_op {
 	uint32_t nkeys;
 	unsigned int rkey_shift;
 	size_t posted;		/* send: bytes written or being written */
-	uint32_t writes;	/* send: writes in flight; recv: RECVs due */
+	/*
+	 * send: writes in flight; recv: RECVs due, or while on token_wait
+	 * the RECVs it waits for ring room for
+	 */
+	uint32_t writes;
 	bool write_failed;	/* send: a write completed in error */
+	unsigned int wshift;	/* log2 of the write size (from the CTS) */
+	/* send: the registration windows after @mr (first [0, RVFI_REG_WINDOW)) */
+	int *wmrs;
+	uint32_t nwmr;
+	int cur_mr;		/* send: the handle covering [mr_lo, mr_hi) */
+	size_t mr_lo, mr_hi;
+	uint32_t rx_reserved;	/* recv: ring entries held for its RECVs */
+	bool dead;		/* failed by a ring overflow: on ep->dead */
 	fi_addr_t src;		/* recv: FI_SOURCE of the matched message */
 	uint64_t src_id;	/* recv: the sender's msg id (for the CTS) */
 	struct rvfi_peer *from;	/* recv: who sent the RTS */
@@ -533,6 +562,19 @@ struct rvfi_ep {
 	uint32_t ntokens, token_seq, token_user_mask;
 	uint64_t next_msg_id;
 	uint64_t ring_overflows;	/* last rv_ring_overflows() seen */
+	/*
+	 * The event ring is never asked to hold more than it has: half of it
+	 * is for the SEND events of our writes (@tx_used posted and not yet
+	 * reaped), the other half (less RVFI_RING_SLACK) for the RECVs the
+	 * CTSs we sent announced (@rx_used).  Halves, so that receives
+	 * cannot starve sends (two peers could otherwise wait on each other).
+	 */
+	uint32_t ring_entries, num_conn;
+	uint32_t tx_max, tx_used, rx_max, rx_used;
+	bool rv_broken;			/* the ring overflowed: rv not used */
+	bool cts_draining;
+	struct rvfi_list dead;		/* ops failed by the overflow */
+	uint64_t n_ring_waits;		/* writes/CTSs that waited for room */
 
 	/* provider counters, for tests and FI_LOG */
 	uint64_t n_eager_tx, n_rndv_tx, n_rdata_tx, n_eager_rx, n_rndv_rx;

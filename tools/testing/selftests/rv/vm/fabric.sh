@@ -105,6 +105,40 @@ fi
 
 # ---- fi_pingpong ----------------------------------------------------------------
 # pingpong NAME ARGS...: one server/client run; the server on node 0.
+# The rendezvous bounded by the rv event ring: a 64-entry ring, 160 large
+# messages each way at once (rv_fi_test -R, its own port).
+if [[ -x $FT ]]; then
+	barrier start-fitest-ring || true
+	if [[ $RV_NODE -eq 0 ]]; then
+		args=(-s -p 18572 -R)
+	else
+		args=(-c "$server_ip" -p 18572 -R)
+	fi
+	rc=0
+	out=$(FI_RV_RING_ENTRIES=64 FI_LOG_LEVEL=warn timeout 600 "$FT" "${args[@]}" 2>&1) || rc=$?
+	n=0
+	while IFS= read -r line; do
+		case $line in
+		"ok "*)
+			tap_ok "fitest-$(cut -d' ' -f3- <<<"$line")"
+			n=$((n + 1))
+			;;
+		"not ok "*)
+			tap_fail "fitest-$(cut -d' ' -f4- <<<"$line")"
+			n=$((n + 1))
+			;;
+		"#"* | "Bail out!"*)
+			echo "# ${line###}"
+			;;
+		esac
+	done <<<"$out"
+	if [[ $rc -eq 0 && $n -eq 2 ]]; then
+		tap_ok "fitest-ring-exit"
+	else
+		tap_fail "fitest-ring-exit" "exit status $rc, $n results"
+	fi
+fi
+
 pingpong() {
 	local name=$1 out rc=0
 	shift
