@@ -1529,19 +1529,22 @@ static void t_complete_levels(void)
 		diag("stale send completion (context %p) dropped",
 		     e.op_context);
 	/* 1: stopped receiver */
-	sync_peer();
 	if (server) {
 		/*
-		 * No provider call at all, well beyond B's 1 s window: a
-		 * loaded TCG host can stall a guest for a good part of it.
+		 * Stopped from before B sends until B's window is over: B
+		 * sends once it has our first byte and sends its second once
+		 * its window closed.  sync_peer() would progress in between
+		 * and could read and ACK B's frames (issue 20).
 		 */
-		usleep(3500 * 1000);
-		sync_peer();
+		sync_peer_stopped();
+		sync_peer_stopped();
 		result(recv_tags(0xc0e10, 2), "tc-stopped-recv", "lost");
 	} else {
-		bool ok = tsend_flags(0xc0e10, FI_INJECT_COMPLETE, &c1) == 0 &&
-			  tsend_flags(0xc0e11, FI_TRANSMIT_COMPLETE, &c2) == 0;
+		bool ok;
 
+		sync_peer();
+		ok = tsend_flags(0xc0e10, FI_INJECT_COMPLETE, &c1) == 0 &&
+		     tsend_flags(0xc0e11, FI_TRANSMIT_COMPLETE, &c2) == 0;
 		have = poll_tx(1000, &c1, &c2, 0);
 		result(ok && have == 1, "tc-waits-for-peer",
 		       "inject-complete %s, transmit-complete %s while the receiver is stopped",

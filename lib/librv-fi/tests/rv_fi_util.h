@@ -119,11 +119,12 @@ static void ctl_write(const void *p, size_t n)
 }
 
 /*
- * Reads @n bytes, driving the provider's progress meanwhile (a zero-count
- * CQ read progresses without taking completions): the peer may need our
- * CTS or our reads to finish what it does before it answers.
+ * Reads @n bytes.  With @progress, drives the provider's progress
+ * meanwhile (a zero-count CQ read progresses without taking completions):
+ * the peer may need our CTS or our reads to finish what it does before it
+ * answers.  Without, no provider call at all (sync_peer_stopped()).
  */
-static void ctl_read(void *p, size_t n)
+static void ctl_read_how(void *p, size_t n, bool progress)
 {
 	uint64_t deadline = now_ms() + 10 * WAIT_MS;
 
@@ -131,8 +132,10 @@ static void ctl_read(void *p, size_t n)
 		struct pollfd pfd = { .fd = ctl, .events = POLLIN };
 		ssize_t r;
 
-		fi_cq_read(txcq, NULL, 0);
-		fi_cq_read(rxcq, NULL, 0);
+		if (progress) {
+			fi_cq_read(txcq, NULL, 0);
+			fi_cq_read(rxcq, NULL, 0);
+		}
 		if (poll(&pfd, 1, 5) <= 0) {
 			if (now_ms() > deadline)
 				die("control connection timed out", ETIMEDOUT);
@@ -148,12 +151,35 @@ static void ctl_read(void *p, size_t n)
 	}
 }
 
+static void ctl_read(void *p, size_t n)
+{
+	ctl_read_how(p, n, true);
+}
+
+/*
+ * Both sides are here.  It progresses while it waits: whatever the peer
+ * sent may be read (and acknowledged) before it returns, even after the
+ * peer's byte came.
+ */
 static void sync_peer(void)
 {
 	char c = 's';
 
 	ctl_write(&c, 1);
 	ctl_read(&c, 1);
+}
+
+/*
+ * sync_peer() for a side that must be seen stopped by the peer: no
+ * provider call, so nothing the peer sends is read (or acknowledged)
+ * until a later provider call.
+ */
+static void sync_peer_stopped(void)
+{
+	char c = 's';
+
+	ctl_write(&c, 1);
+	ctl_read_how(&c, 1, false);
 }
 
 static void ctl_connect(const char *host, const char *port)
