@@ -45,8 +45,14 @@
  *
  *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock,
  *   outside the device's read section, and rv_conn_list_lock ->
- *   rv_conn.lock under rv_device.jobs_lock; rdma_cm handlers take only
- *   those two.
+ *   rv_conn.lock -> rv_conn_qp.sq_lock under rv_device.jobs_lock;
+ *   rdma_cm handlers take only the first two (and sq_lock under them).
+ *
+ *   The write path (POST_WRITE(S), rv_write.c) takes, in order:
+ *   rv_file.lock, the device's read section, rv_mr_cache.lock (each
+ *   write's registration, released before the next lock), then one
+ *   rv_conn_qp.sq_lock at a time (spin_lock_bh: completions take it).
+ *   Nothing shared by the job's processes: no rv_conn.lock.
  *
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its

@@ -27,6 +27,9 @@
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
  *           rv_conn.lock
+ *             rv_conn_qp.sq_lock (rv_write_conn_publish(), heartbeats,
+ *                                 DUMP; posts and send completions take
+ *                                 it alone, one slot at a time)
  *           rv_uid_lock (a leaf: counting a new connection, rv_caps.c)
  *
  * rdma_cm event handlers run in the CM's work context and take only

@@ -643,27 +643,6 @@ static int rv_write_conn_ready(const struct rv_conn *conn)
 	}
 }
 
-/*
- * The first published QP of @conn, from the round-robin hint, with room
- * for @segs segments: returned with its @sq_lock held, or NULL.
- */
-static struct rv_conn_qp *rv_write_lock_qp(struct rv_conn *conn, u32 segs)
-{
-	u32 n = conn->num_conn, start = (u32)atomic_read(&conn->next_qp), i;
-
-	for (i = 0; i < n; i++) {
-		struct rv_conn_qp *q = &conn->qps[(start + i) % n];
-
-		if (READ_ONCE(q->broken))
-			continue;
-		spin_lock_bh(&q->sq_lock);
-		if (q->post_iq && q->sq_free >= segs)
-			return q;
-		spin_unlock_bh(&q->sq_lock);
-	}
-	return NULL;
-}
-
 static struct rv_write_ctx *rv_write_wr_ctx(const struct ib_send_wr *wr)
 {
 	if (wr->send_flags & IB_SEND_SIGNALED)
@@ -806,6 +785,39 @@ out:
 }
 
 /*
+ * Post the run @w[0..@count) of writes to one connection on its first
+ * published QP, from the round-robin hint, with room for the first.
+ * Returns how many were posted, 0 with *@err 0 when no QP had room.
+ */
+static u32 rv_write_post_run(struct rv_file *rf, const struct rv_write *w,
+			     const struct rv_write_prep *p, u32 count,
+			     int *err)
+{
+	struct rv_conn *conn = p[0].conn;
+	u32 n = conn->num_conn, start = (u32)atomic_read(&conn->next_qp), i;
+	u32 posted;
+
+	*err = 0;
+	for (i = 0; i < n; i++) {
+		struct rv_conn_qp *q = &conn->qps[(start + i) % n];
+
+		if (READ_ONCE(q->broken))
+			continue;
+		spin_lock_bh(&q->sq_lock);
+		if (!q->post_iq || q->sq_free < p[0].segs) {
+			spin_unlock_bh(&q->sq_lock);
+			continue;
+		}
+		posted = rv_write_post_group(rf, q, w, p, count, err);
+		spin_unlock_bh(&q->sq_lock);
+		/* A hint: racing posters only share the QPs less evenly. */
+		atomic_set(&conn->next_qp, (q->index + 1) % n);
+		return posted;
+	}
+	return 0;
+}
+
+/*
  * Post the writes @w[0..@count) for @rf, using @p for their preparation.
  * Caller holds rf->lock of an attached file used by its owner and is in
  * the device's read section.  Writes are posted in order; the first that
@@ -827,7 +839,6 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 	while (done < prepared) {
 		struct rv_conn *conn = p[done].conn;
 		u32 run = 1, posted, bytes = 0;
-		struct rv_conn_qp *q;
 		int perr;
 
 		while (done + run < prepared && p[done + run].conn == conn)
@@ -835,17 +846,11 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 		ret = rv_write_conn_ready(conn);
 		if (ret)
 			break;
-		q = rv_write_lock_qp(conn, p[done].segs);
-		if (!q) {
+		posted = rv_write_post_run(rf, &w[done], &p[done], run, &perr);
+		if (!posted && !perr) {
 			ret = rv_write_conn_ready(conn) ?: -EAGAIN;
 			break;
 		}
-		posted = rv_write_post_group(rf, q, &w[done], &p[done], run,
-					     &perr);
-		spin_unlock_bh(&q->sq_lock);
-		/* A hint: racing posters only share the QPs less evenly. */
-		atomic_set(&conn->next_qp, (q->index + 1) % conn->num_conn);
-
 		for (k = done; k < done + posted; k++)
 			bytes += w[k].length;
 		rv_stats_inc(rf->stats, writes_posted, posted);
