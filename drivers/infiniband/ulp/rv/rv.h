@@ -255,8 +255,6 @@ struct rv_io_stats {
 	u64 bytes_received;
 };
 
-#define rv_stats_inc(pcpu, field, n)	this_cpu_add((pcpu)->field, (n))
-
 static inline void rv_stats_sum(const struct rv_io_stats __percpu *pcpu,
 				struct rv_io_stats *sum)
 {

@@ -138,11 +138,11 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 	trace_rv_write_done(conn->job->id, conn->id, qp->index, rf->slot,
 			    ctx->wr_id, ctx->bytes, ctx->segs, status, overflow);
 	if (status) {
-		rv_stats_inc(rf->stats, writes_failed, 1);
-		rv_stats_inc(conn->stats, writes_failed, 1);
+		this_cpu_add(rf->stats->writes_failed, 1);
+		this_cpu_add(conn->stats->writes_failed, 1);
 	} else {
-		rv_stats_inc(rf->stats, writes_completed, 1);
-		rv_stats_inc(conn->stats, writes_completed, 1);
+		this_cpu_add(rf->stats->writes_completed, 1);
+		this_cpu_add(conn->stats->writes_completed, 1);
 	}
 
 	/* The context is the next poster's once back on the free list. */
@@ -227,10 +227,10 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 		result = RV_RECV_RING_FULL;
 		atomic64_inc(&conn->drops_ring_full);
 	} else {
-		rv_stats_inc(rf->stats, recvs, 1);
-		rv_stats_inc(rf->stats, bytes_received, bytes);
-		rv_stats_inc(conn->stats, recvs, 1);
-		rv_stats_inc(conn->stats, bytes_received, bytes);
+		this_cpu_add(rf->stats->recvs, 1);
+		this_cpu_add(rf->stats->bytes_received, bytes);
+		this_cpu_add(conn->stats->recvs, 1);
+		this_cpu_add(conn->stats->bytes_received, bytes);
 	}
 	rcu_read_unlock();
 	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
@@ -853,10 +853,10 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 		}
 		for (k = done; k < done + posted; k++)
 			bytes += w[k].length;
-		rv_stats_inc(rf->stats, writes_posted, posted);
-		rv_stats_inc(rf->stats, bytes_posted, bytes);
-		rv_stats_inc(conn->stats, writes_posted, posted);
-		rv_stats_inc(conn->stats, bytes_posted, bytes);
+		this_cpu_add(rf->stats->writes_posted, posted);
+		this_cpu_add(rf->stats->bytes_posted, bytes);
+		this_cpu_add(conn->stats->writes_posted, posted);
+		this_cpu_add(conn->stats->bytes_posted, bytes);
 		done += posted;
 		if (perr) {
 			/* Full (-ENOMEM) or broken before the CM noticed. */
