@@ -91,12 +91,12 @@ static void rv_dump_proc(struct rv_dump_buf *b, struct rv_job *job,
 		r->ring_overflows = READ_ONCE(ring->overflows);
 	}
 	r->inflight = atomic_read(&rf->inflight);
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	r->mr_entries = cache->stats.entries;
 	r->mr_bytes = cache->stats.bytes;
 	r->mr_hits = cache->stats.hits;
 	r->mr_misses = cache->stats.misses;
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_stats_sum(rf->stats, &s);
 	r->writes_posted = s.writes_posted;
 	r->bytes_posted = s.bytes_posted;

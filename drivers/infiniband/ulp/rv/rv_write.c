@@ -828,17 +828,18 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 			       struct rv_write_prep *p, u32 count, int *err)
 {
 	u32 prepared, done = 0, k;
-	int ret = 0;
+	int ret = 0, prep_err = 0;
 
 	/* Registrations first: their lookups may not nest in @sq_lock. */
 	for (prepared = 0; prepared < count; prepared++) {
-		ret = rv_write_prepare(rf, &w[prepared], &p[prepared]);
-		if (ret)
+		prep_err = rv_write_prepare(rf, &w[prepared], &p[prepared]);
+		if (prep_err)
 			break;
 	}
 	while (done < prepared) {
 		struct rv_conn *conn = p[done].conn;
-		u32 run = 1, posted, bytes = 0;
+		u32 run = 1, posted;
+		u64 bytes = 0;
 		int perr;
 
 		while (done + run < prepared && p[done + run].conn == conn)
@@ -868,8 +869,9 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 	for (k = done; k < prepared; k++)
 		if (p[k].mr)
 			rv_mr_put_io(p[k].mr);
-	if (done == count)
-		ret = 0;
+	/* All prepared writes posted: the one after them stopped the rest. */
+	if (done == prepared)
+		ret = prep_err;
 	if (ret == -EAGAIN)
 		atomic64_inc(&rf->posts_eagain);
 	*err = ret;

@@ -75,11 +75,7 @@ pair() {
 	# addresses are kernel addresses: no IOMMU merges them).
 	phase stream-sge 200 -m stream -k wsg -P 2 -b $((2 << 20)) -M 20 \
 		-B 4194304,1048577 -S
-	# 4 processes of one job per node post POST_WRITES batches at once
-	# through the same connection (rv posts without a job-wide lock and
-	# chains each batch's work requests): every write ends exactly once,
-	# with its own wr_id, and the data is verified.
-	phase stream-p4 200 -m stream -k ws4 -P 4 -b $((1 << 20)) -M 16
+	stream_p4
 	phase errors 200 -m errors -k we -P 2 -b $((2 << 20)) -M 18
 	phase ring 120 -m ring -k wr -P 3
 	# EAGAIN: a budget far below the default.  rv refuses values below
@@ -100,6 +96,20 @@ pair() {
 	tap_run reload-default rv_reload
 }
 
+# 4 processes of one job per node post POST_WRITES batches at once through
+# the same connection (rv posts without a job-wide lock and chains each
+# batch's work requests): every write ends exactly once, with its own
+# wr_id, and the data is verified.  8 busy processes on 2 emulated CPUs:
+# the longer ack_timeout of a2a, for the same reason.
+stream_p4() {
+	barrier before-reload-p4 || true
+	tap_run reload-ack-timeout-p4 rv_reload "$(rv_ack_timeout_busy)"
+	barrier after-reload-p4 || true
+	phase stream-p4 200 -m stream -k ws4 -P 4 -b $((1 << 19)) -M 14
+	barrier before-restore-p4 || true
+	tap_run reload-default-p4 rv_reload
+}
+
 a2a() {
 	# 3 VMs on 2 host cores: a longer ack_timeout (see tap.sh), or QPs
 	# fail with RETRY_EXC_ERR without any fault injected (an error event,
@@ -110,6 +120,11 @@ a2a() {
 	phase a2a 220 -m stream -k wa -P 4 -b $((1 << 20)) -M 18
 	barrier before-restore || true
 	tap_run reload-default rv_reload
+}
+
+quick() {
+	phase errors 200 -m errors -k we -P 2 -b $((2 << 20)) -M 18
+	stream_p4
 }
 
 slot() {
@@ -128,6 +143,7 @@ case $mode in
 pair) pair ;;
 a2a) a2a ;;
 slot) slot ;;
+quick) quick ;;
 *)
 	echo "unknown mode $mode" >&2
 	exit 2
