@@ -122,11 +122,6 @@ a2a() {
 	tap_run reload-default rv_reload
 }
 
-quick() {
-	phase errors 200 -m errors -k we -P 2 -b $((2 << 20)) -M 18
-	stream_p4
-}
-
 slot() {
 	tap_diag "slot_quarantine_ms=$(cat /sys/module/rv/parameters/slot_quarantine_ms 2>/dev/null)"
 	phase slot 120 -m slot -k wq -P 5
@@ -143,7 +138,6 @@ case $mode in
 pair) pair ;;
 a2a) a2a ;;
 slot) slot ;;
-quick) quick ;;
 *)
 	echo "unknown mode $mode" >&2
 	exit 2
