@@ -410,8 +410,6 @@ enum rv_recv_result {
 };
 
 /* rv_write.c */
-int rv_write_init(void);
-void rv_write_exit(void);
 void rv_write_file_init(struct rv_file *rf);
 void rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
