@@ -116,11 +116,13 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	if (!conn)
 		return ERR_PTR(-ENOMEM);
 	ret = ida_alloc_min(&rv_conn_ida, 1, GFP_KERNEL);
-	if (ret < 0) {
-		kfree(conn);
-		return ERR_PTR(ret);
-	}
+	if (ret < 0)
+		goto out_free;
 	conn->id = ret;
+	ret = -ENOMEM;
+	conn->stats = alloc_percpu_gfp(struct rv_io_stats, GFP_KERNEL_ACCOUNT);
+	if (!conn->stats)
+		goto out_free_id;
 
 	/*
 	 * Room for a drain marker and a heartbeat on the send queue, a
@@ -153,12 +155,31 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->conn = conn;
 		qp->index = i;
 		rv_cm_qp_init(qp);
+		ret = rv_write_qp_alloc(qp);
+		if (ret)
+			goto out_free_qps;
 	}
 	return conn;
+
+out_free_qps:
+	while (i--)
+		rv_write_qp_free(&conn->qps[i]);
+	mutex_destroy(&conn->lock);
+	free_percpu(conn->stats);
+out_free_id:
+	ida_free(&rv_conn_ida, conn->id);
+out_free:
+	kfree(conn);
+	return ERR_PTR(ret);
 }
 
 static void rv_conn_free(struct rv_conn *conn)
 {
+	u32 i;
+
+	for (i = 0; i < conn->num_conn; i++)
+		rv_write_qp_free(&conn->qps[i]);
+	free_percpu(conn->stats);
 	mutex_destroy(&conn->lock);
 	ida_free(&rv_conn_ida, conn->id);
 	kfree(conn);
@@ -185,7 +206,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		mutex_unlock(&conn->lock);
 		return;
 	}
-	conn->dead = true;
+	WRITE_ONCE(conn->dead, true);
 	mutex_unlock(&conn->lock);
 
 	/* No work can be queued again: every kick checks @dead. */
@@ -415,8 +436,11 @@ void rv_conn_update_state(struct rv_conn *conn)
 
 	conn->connected = connected;
 	conn->reason = reason;
-	if (state == conn->state)
+	if (state == conn->state) {
+		/* A QP may have changed under an unchanged state. */
+		rv_write_conn_publish(conn);
 		return;
+	}
 	if (state == RV_CONN_STATE_CONNECTED)
 		conn->generation++;
 	rv_conn_dbg(conn, "state %u -> %u reason %u generation %llu\n",
@@ -425,6 +449,8 @@ void rv_conn_update_state(struct rv_conn *conn)
 	if (!conn->dead)
 		rv_conn_log_transition(conn, state, reason);
 	WRITE_ONCE(conn->state, state);
+	/* Before the wake-up: a woken waiter may post at once. */
+	rv_write_conn_publish(conn);
 	trace_rv_conn_state(conn->job->id, conn->id, state, reason,
 			    conn->generation, connected);
 	wake_up_all(&conn->wait);

@@ -27,6 +27,9 @@
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
  *           rv_conn.lock
+ *             rv_conn_qp.sq_lock (rv_write_conn_publish(), heartbeats,
+ *                                 DUMP; posts and send completions take
+ *                                 it alone, one slot at a time)
  *           rv_uid_lock (a leaf: counting a new connection, rv_caps.c)
  *
  * rdma_cm event handlers run in the CM's work context and take only
@@ -99,6 +102,7 @@ enum rv_conn_qp_state {
 };
 
 struct rv_conn;
+struct rv_write_ctx;
 
 /* A marker work request and its completion, for draining a QP. */
 struct rv_drain {
@@ -145,11 +149,23 @@ struct rv_ibqp {
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
  * @attempt_start: client: jiffies when the current attempt began;
  *	protected by @conn->lock
- * @sq_lock: protects @sq_free and @inflight; taken by posters (under
- *	@conn->lock) and by send completions (without it)
+ * @sq_lock: protects @sq_free, @inflight, @nr_inflight, @ctx_free,
+ *	@post_iq, @post_gen, @chain and @chain_sge, and serialises the posts
+ *	of writes on the slot; taken by posters without @conn->lock, by
+ *	rv_write_conn_publish() under it, and by send completions (softirq
+ *	or workqueue: process context takes it with spin_lock_bh())
  * @sq_free: send queue entries not used by writes in flight (credits)
  * @inflight: struct rv_write_ctx of the writes in flight on the slot,
  *	whichever of its QPs (struct rv_ibqp) they were posted on
+ * @nr_inflight: how many; read without the lock for CONN_QUERY and DUMP
+ * @ctx_free: the slot's free write contexts (rv_write.c)
+ * @ctxs: @conn->depth write contexts, one per credit: never short
+ * @chain: RV_POST_CHAIN work requests a post chains (rv_write.c)
+ * @chain_sge: their SGEs, @conn->max_sge each
+ * @post_iq: the QP writes are posted on, NULL while the connection is
+ *	not CONNECTED: set by rv_write_conn_publish() under @conn->lock,
+ *	cleared before its QP is parked or destroyed
+ * @post_gen: the connection's generation writes on @post_iq report
  * @hb_cqe: completion entry of the QP's heartbeat
  * @hb_inflight: a heartbeat is posted; protected by @sq_lock
  * @hb_iq: the QP it is posted on (compared, never dereferenced);
@@ -183,6 +199,13 @@ struct rv_conn_qp {
 	spinlock_t sq_lock; /* see above */
 	u32 sq_free;
 	struct list_head inflight;
+	u32 nr_inflight;
+	struct list_head ctx_free;
+	struct rv_write_ctx *ctxs;
+	struct ib_rdma_wr *chain;
+	struct ib_sge *chain_sge;
+	struct rv_ibqp *post_iq;
+	u32 post_gen;
 	struct ib_cqe hb_cqe;
 	bool hb_inflight;
 	struct rv_ibqp *hb_iq;
@@ -211,7 +234,9 @@ struct rv_conn_qp {
  * @depth: send and receive queue depth of each QP; constant
  * @lock: protects the fields below and each QP's cm_id, dead_id, state,
  *	reason; also guards use of the job's PD and device by CM handlers:
- *	they create QPs and CQs only while @dead is false
+ *	they create QPs and CQs only while @dead is false.  Not taken by
+ *	posts: they read @dead and @state with READ_ONCE() for the errno
+ *	and post on what rv_write_conn_publish() published
  * @dead: teardown started; no new cm_id, attempt or work from now on
  * @ib_released: the QPs, CQs and cm_ids are gone (teardown is done)
  * @started: CONNECT was issued (and not undone by an error)
@@ -228,13 +253,12 @@ struct rv_conn_qp {
  * @max_segment: longest RDMA WRITE the port takes; constant
  * @max_sge: SGEs per write work request: the device's limit, at most
  *	RV_MAX_SEND_SGE; constant
- * @next_qp: where the next write's search for a QP with room starts;
- *	protected by @lock
- * @stats: data path counters (atomics)
+ * @next_qp: where the next write's search for a QP with room starts; a
+ *	hint, read and set without a lock
+ * @stats: data path counters, per CPU (no lock)
  * @drops_no_slot: arrivals for a slot with no ring (atomic)
  * @drops_ring_full: arrivals dropped on a full ring (atomic)
  * @recv_errors: receive completions in error, flushes aside (atomic)
- * @inflight: writes in flight on all QPs (atomic)
  * @hb_work: sends heartbeats on idle QPs, every job heartbeat_ms
  * @heartbeats: heartbeats sent (atomic)
  * @qp_errors: QPs replaced after errors (atomic)
@@ -269,12 +293,11 @@ struct rv_conn {
 
 	u32 max_segment;
 	u32 max_sge;
-	u32 next_qp;
-	struct rv_io_stats stats;
+	atomic_t next_qp;
+	struct rv_io_stats __percpu *stats;
 	atomic64_t drops_no_slot;
 	atomic64_t drops_ring_full;
 	atomic64_t recv_errors;
-	atomic_t inflight;
 	struct delayed_work hb_work;
 	atomic64_t heartbeats;
 	atomic64_t qp_errors;
@@ -387,11 +410,13 @@ enum rv_recv_result {
 };
 
 /* rv_write.c */
-int rv_write_init(void);
-void rv_write_exit(void);
 void rv_write_file_init(struct rv_file *rf);
 void rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
+int rv_write_qp_alloc(struct rv_conn_qp *qp);
+void rv_write_qp_free(struct rv_conn_qp *qp);
+void rv_write_conn_publish(struct rv_conn *conn);
+u32 rv_write_conn_inflight(struct rv_conn *conn);
 void rv_write_ibqp_init(struct rv_ibqp *iq);
 void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_probe(struct rv_conn_qp *qp);
