@@ -91,12 +91,12 @@ static void rv_dump_proc(struct rv_dump_buf *b, struct rv_job *job,
 		r->ring_overflows = READ_ONCE(ring->overflows);
 	}
 	r->inflight = atomic_read(&rf->inflight);
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	r->mr_entries = cache->stats.entries;
 	r->mr_bytes = cache->stats.bytes;
 	r->mr_hits = cache->stats.hits;
 	r->mr_misses = cache->stats.misses;
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	r->writes_posted = atomic64_read(&s->writes_posted);
 	r->bytes_posted = atomic64_read(&s->bytes_posted);
 	r->writes_completed = atomic64_read(&s->writes_completed);
@@ -214,9 +214,9 @@ static void rv_dump_conn(struct rv_dump_buf *b, struct rv_conn *conn)
 			jiffies_to_msecs(now - READ_ONCE(qp->last_activity));
 		if (qp->cm_id && qp->cm_id->qp)
 			r->qp[i].qp_num = qp->cm_id->qp->qp_num;
-		spin_lock(&qp->sq_lock);
+		spin_lock_bh(&qp->sq_lock);
 		r->qp[i].send_free = qp->sq_free;
-		spin_unlock(&qp->sq_lock);
+		spin_unlock_bh(&qp->sq_lock);
 	}
 	mutex_unlock(&conn->lock);
 

@@ -23,6 +23,11 @@
  * So every write ends by the time its QP is gone, and a closing file
  * waits for its writes (rv_write_file_quiesce()): a completion always
  * finds its file, ring and registration.
+ *
+ * Completion handlers are softirq-safe (rv_conn.h): they take only
+ * spinlocks (sq_lock, the MR cache's, the ring's), which process context
+ * takes with bottom halves disabled, and leave whatever may sleep to
+ * work items (a registration's free, a failed QP's replacement).
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -82,10 +87,11 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 		.generation = ctx->generation,
 	};
 
-	spin_lock(&qp->sq_lock);
+	/* A completion handler, or process context (a flush). */
+	spin_lock_bh(&qp->sq_lock);
 	list_del(&ctx->list);
 	qp->sq_free += ctx->segs;
-	spin_unlock(&qp->sq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 
 	/* A full ring counts the loss in its overflows. */
 	overflow = !rv_ring_post(rf->ring, &ev);
@@ -170,13 +176,40 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
 }
 
+/*
+ * Post @iq's @recv_pending consumed receives again, as one chain.  The
+ * QP is alive: it is destroyed after a drain, which waits for this
+ * handler (same CQ) to have run, or, when the drain timed out, after
+ * @repost is cleared and an RCU grace period.  In the error state the
+ * receives are flushed.  Receives a failed post leaves out are counted as
+ * receive errors and not retried: the post fails only on a QP that is
+ * going away.
+ */
+static void rv_write_repost(struct rv_ibqp *iq)
+{
+	const struct ib_recv_wr *first, *bad = NULL;
+	u32 n = iq->recv_pending;
+	int ret = 0;
+
+	iq->recv_pending = 0;
+	first = &iq->recv_wrs[RV_RECV_BATCH - n];
+	rcu_read_lock();
+	if (READ_ONCE(iq->repost))
+		ret = ib_post_recv(iq->ibqp, first, &bad);
+	rcu_read_unlock();
+	if (!ret)
+		return;
+	/* @bad is the first one not posted: it and those after it. */
+	if (bad >= first && bad < &iq->recv_wrs[RV_RECV_BATCH])
+		n = &iq->recv_wrs[RV_RECV_BATCH] - bad;
+	atomic64_add(n, &iq->slot->conn->recv_errors);
+}
+
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rv_ibqp *iq = cq->cq_context;
 	struct rv_conn_qp *qp = iq->slot;
 	struct rv_conn *conn = qp->conn;
-	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
-	int ret = 0;
 
 	WRITE_ONCE(qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
@@ -197,29 +230,31 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&conn->recv_errors);	/* not rv's peer */
 
 	/*
-	 * The QP is alive: it is destroyed after a drain, which waits for
-	 * this handler (same CQ) to have run, or, when the drain timed out,
-	 * after @repost is cleared and an RCU grace period.  In the error
-	 * state the receive is flushed.
+	 * Batched: the queue was posted with RV_RECV_BATCH - 1 extra, so
+	 * the connection's depth stays posted while fewer than a batch wait
+	 * here, and a batch is full before the queue could run short.
 	 */
-	rcu_read_lock();
-	if (READ_ONCE(iq->repost))
-		ret = ib_post_recv(iq->ibqp, &wr, NULL);
-	rcu_read_unlock();
-	if (ret)
-		atomic64_inc(&conn->recv_errors);
+	if (++iq->recv_pending == RV_RECV_BATCH)
+		rv_write_repost(iq);
 }
 
+/*
+ * Fill a new QP's receive queue, a batch per call, before it can complete
+ * anything: @depth + RV_RECV_BATCH - 1 receives (see rv_conn_qp).
+ */
 int rv_write_post_recvs(struct rv_ibqp *iq)
 {
-	struct ib_recv_wr wr = { .wr_cqe = &iq->slot->recv_cqe };
-	u32 i;
+	u32 left = iq->slot->conn->depth + RV_RECV_BATCH - 1, n;
 	int ret;
 
-	for (i = 0; i < iq->slot->conn->depth; i++) {
-		ret = ib_post_recv(iq->ibqp, &wr, NULL);
+	iq->recv_pending = 0;
+	while (left) {
+		n = min_t(u32, left, RV_RECV_BATCH);
+		ret = ib_post_recv(iq->ibqp, &iq->recv_wrs[RV_RECV_BATCH - n],
+				   NULL);
 		if (ret)
 			return ret;
+		left -= n;
 	}
 	return 0;
 }
@@ -229,9 +264,9 @@ static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
 					     hb_cqe);
 
-	spin_lock(&qp->sq_lock);
+	spin_lock_bh(&qp->sq_lock);
 	qp->hb_inflight = false;
-	spin_unlock(&qp->sq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 	if (wc->status == IB_WC_SUCCESS)
 		WRITE_ONCE(qp->last_activity, jiffies);
 	else if (wc->status != IB_WC_WR_FLUSH_ERR)	/* the path is dead */
@@ -269,19 +304,19 @@ static void rv_write_hb_work(struct work_struct *work)
 		if (qp->state != RV_QP_CONNECTED || !qp->cm_id ||
 		    time_before(jiffies, READ_ONCE(qp->last_activity) + period))
 			continue;
-		spin_lock(&qp->sq_lock);
+		spin_lock_bh(&qp->sq_lock);
 		busy = qp->hb_inflight;
 		qp->hb_inflight = true;
 		if (!busy)
 			qp->hb_iq = qp->cm_id->qp->qp_context;
-		spin_unlock(&qp->sq_lock);
+		spin_unlock_bh(&qp->sq_lock);
 		if (busy)
 			continue;
 		wr.wr.wr_cqe = &qp->hb_cqe;
 		if (ib_post_send(qp->cm_id->qp, &wr.wr, NULL)) {
-			spin_lock(&qp->sq_lock);
+			spin_lock_bh(&qp->sq_lock);
 			qp->hb_inflight = false;
-			spin_unlock(&qp->sq_lock);
+			spin_unlock_bh(&qp->sq_lock);
 			continue;
 		}
 		atomic64_inc(&conn->heartbeats);
@@ -331,6 +366,14 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 
 void rv_write_ibqp_init(struct rv_ibqp *iq)
 {
+	u32 i;
+
+	/* No SGE: a write with immediate consumes a receive, no buffer. */
+	for (i = 0; i < RV_RECV_BATCH; i++) {
+		iq->recv_wrs[i].wr_cqe = &iq->slot->recv_cqe;
+		iq->recv_wrs[i].next = i + 1 < RV_RECV_BATCH ?
+				       &iq->recv_wrs[i + 1] : NULL;
+	}
 	iq->sdrain.cqe.done = rv_drain_done;
 	iq->rdrain.cqe.done = rv_drain_done;
 	init_completion(&iq->sdrain.done);
@@ -396,14 +439,14 @@ void rv_write_qp_flush(struct rv_ibqp *iq)
 	struct rv_write_ctx *ctx, *next;
 	LIST_HEAD(ended);
 
-	spin_lock(&qp->sq_lock);
+	spin_lock_bh(&qp->sq_lock);
 	list_for_each_entry_safe(ctx, next, &qp->inflight, list)
 		if (ctx->iq == iq)
 			list_move_tail(&ctx->list, &ended);
 	/* Nor will its heartbeat complete: let the next QP send one. */
 	if (qp->hb_inflight && qp->hb_iq == iq)
 		qp->hb_inflight = false;
-	spin_unlock(&qp->sq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 	/* rv_write_finish() unlinks each from @ended. */
 	list_for_each_entry_safe(ctx, next, &ended, list) {
 		rv_write_set_status(ctx, IB_WC_WR_FLUSH_ERR);
@@ -417,14 +460,14 @@ bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf)
 	struct rv_write_ctx *ctx;
 	bool busy = false;
 
-	spin_lock(&qp->sq_lock);
+	spin_lock_bh(&qp->sq_lock);
 	list_for_each_entry(ctx, &qp->inflight, list) {
 		if (ctx->rf == rf) {
 			busy = true;
 			break;
 		}
 	}
-	spin_unlock(&qp->sq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 	return busy;
 }
 
@@ -458,7 +501,7 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 		if (q->state != RV_QP_CONNECTED || !q->cm_id ||
 		    READ_ONCE(q->broken))
 			continue;
-		spin_lock(&q->sq_lock);
+		spin_lock_bh(&q->sq_lock);
 		if (q->sq_free >= segs) {
 			q->sq_free -= segs;
 			qp = q;
@@ -467,7 +510,7 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 			atomic_set(&ctx->pending, segs);
 			list_add_tail(&ctx->list, &qp->inflight);
 		}
-		spin_unlock(&q->sq_lock);
+		spin_unlock_bh(&q->sq_lock);
 		if (qp)
 			break;
 	}
@@ -499,10 +542,10 @@ static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
 
 	/* Segments never posted will not complete: account for them now. */
 	if (!posted) {
-		spin_lock(&qp->sq_lock);
+		spin_lock_bh(&qp->sq_lock);
 		list_del(&ctx->list);
 		qp->sq_free += segs;
-		spin_unlock(&qp->sq_lock);
+		spin_unlock_bh(&qp->sq_lock);
 		/* Full (-ENOMEM) or broken before the CM noticed. */
 		return -EAGAIN;
 	}
