@@ -33,7 +33,7 @@
  *       rv_frwr_qp.lock (REG_MEM, and freeing registrations: never with
  *                        jobs_lock or a cache lock)
  *       rv_mr_cache.lock (also taken alone by the MMU notifier, and by
- *                         send completions: see below)
+ *                         send completions, in softirq: see below)
  *         rv_mr_cache.handles (xarray's internal spinlock)
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
@@ -49,9 +49,8 @@
  *   rv_conn.lock under rv_device.jobs_lock; rdma_cm handlers take only
  *   those two.
  *
- *   Completion handlers are softirq-safe (they may run from an
- *   IB_POLL_SOFTIRQ CQ; rv_conn.h says why the QPs' CQs still use a
- *   workqueue).  The locks they take are leaves, taken one at a time:
+ *   Completion handlers run in softirq (IB_POLL_SOFTIRQ CQs, rv_conn.h).
+ *   The locks they take are leaves, taken one at a time:
  *   rv_conn_qp.sq_lock, rv_mr_cache.lock (dropping a write's io
  *   reference) and rv_ring.lock (posting an event).  Everyone else takes
  *   the first two with spin_lock_bh() and the ring's with

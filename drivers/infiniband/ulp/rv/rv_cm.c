@@ -183,20 +183,18 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	iq->repost = true;
 	rv_write_ibqp_init(iq);
 	/*
-	 * On a vector of the connection's own run of them
-	 * (rv_conn.cq_vector), so that the QPs of a connection, and
-	 * connections, spread over the vectors as nvme-rdma's queues do.
-	 * A private CQ, not a pooled one: see struct rv_ibqp.  Polled from
-	 * a workqueue still: the handlers are softirq-safe, but with
-	 * IB_POLL_SOFTIRQ 6.1's rxe fails QPs with "transport retry counter
-	 * exceeded" under a streaming load on a loaded TCG guest (write-pair),
-	 * which the workqueue does not; see README, "Shared connections".
+	 * Completions in softirq, right after the device's interrupt (no
+	 * kworker between a completion and its event), on a vector of the
+	 * connection's own run of them (rv_conn.cq_vector), so that the
+	 * QPs of a connection, and connections, spread over the vectors as
+	 * nvme-rdma's queues do.  A private CQ, not a pooled one: see
+	 * struct rv_ibqp.
 	 */
 	iq->cq = ib_alloc_cq(ibdev, iq,
 			     attr.cap.max_send_wr + attr.cap.max_recv_wr,
 			     (conn->cq_vector + qp->index) %
 			     ibdev->num_comp_vectors,
-			     IB_POLL_WORKQUEUE);
+			     IB_POLL_SOFTIRQ);
 	if (IS_ERR(iq->cq)) {
 		ret = PTR_ERR(iq->cq);
 		goto out_free_iq;

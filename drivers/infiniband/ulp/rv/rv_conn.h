@@ -40,13 +40,12 @@
  * and destroyed by the QP's work; a rejected incoming request is
  * destroyed by rdma_cm itself (the handler returns non-zero).
  *
- * Completion handlers are softirq-safe: they take, one at a time and
- * never nested, rv_conn_qp.sq_lock, rv_mr_cache.lock and rv_ring.lock,
- * whose other takers use the _bh (_irqsave for the ring) variant, and
- * never sleep: what may sleep (freeing a registration, replacing a
- * failed QP) is queued to a workqueue.  The QPs' CQs are still polled
- * from a workqueue (IB_POLL_WORKQUEUE; rv_cm_create_qp() says why), so
- * today they run in process context.
+ * Completion handlers run in softirq (each QP's CQ is IB_POLL_SOFTIRQ)
+ * and take, one at a time and never nested, rv_conn_qp.sq_lock,
+ * rv_mr_cache.lock and rv_ring.lock, whose other takers use the _bh
+ * (_irqsave for the ring) variant.  They never sleep: what may sleep
+ * (freeing a registration, replacing a failed QP) is queued to a
+ * workqueue.
  */
 #ifndef RV_CONN_H
 #define RV_CONN_H
@@ -173,8 +172,8 @@ struct rv_ibqp {
  * @attempt_start: client: jiffies when the current attempt began;
  *	protected by @conn->lock
  * @sq_lock: protects @sq_free, @inflight and the heartbeat's fields;
- *	taken by posters (under @conn->lock) and by send completions, with
- *	spin_lock_bh() outside completion handlers (softirq-safe)
+ *	taken by posters (under @conn->lock) and by send completions, in
+ *	softirq: everyone else takes it with spin_lock_bh()
  * @sq_free: send queue entries not used by writes in flight (credits)
  * @inflight: struct rv_write_ctx of the writes in flight on the slot,
  *	whichever of its QPs (struct rv_ibqp) they were posted on

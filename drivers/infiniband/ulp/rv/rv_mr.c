@@ -668,7 +668,7 @@ u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 }
 
 /*
- * Drop a write's reference, from its completion (softirq-safe: no sleep)
+ * Drop a write's reference, from its completion (softirq: no sleep)
  * or a failed post: an unused STALE entry goes to the work item, which
  * deregisters and unpins it in process context.
  */

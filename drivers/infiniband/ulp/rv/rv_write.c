@@ -24,10 +24,10 @@
  * waits for its writes (rv_write_file_quiesce()): a completion always
  * finds its file, ring and registration.
  *
- * Completion handlers are softirq-safe (rv_conn.h): they take only
- * spinlocks (sq_lock, the MR cache's, the ring's), which process context
- * takes with bottom halves disabled, and leave whatever may sleep to
- * work items (a registration's free, a failed QP's replacement).
+ * Completions run in softirq (IB_POLL_SOFTIRQ): they take only spinlocks
+ * (sq_lock, the MR cache's, the ring's), which process context takes
+ * with bottom halves disabled, and leave whatever may sleep to work
+ * items (a registration's free, a failed QP's replacement).
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -87,7 +87,7 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 		.generation = ctx->generation,
 	};
 
-	/* A completion handler, or process context (a flush). */
+	/* Softirq (a completion) or process context (a flush). */
 	spin_lock_bh(&qp->sq_lock);
 	list_del(&ctx->list);
 	qp->sq_free += ctx->segs;
