@@ -34,7 +34,8 @@
  *                        jobs_lock or a cache lock)
  *       rv_mr_cache.lock (also taken alone by the MMU notifier, and by
  *                         send completions, in softirq: see below)
- *         rv_mr_cache.handles (xarray's internal spinlock)
+ *         rv_mr_cache.handles (xarray's internal spinlock; nested in a
+ *                              softirq-safe lock, so taken with _bh)
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
