@@ -32,8 +32,10 @@
  *         rv_frwr_qp.lock (a job's release takes it here)
  *       rv_frwr_qp.lock (REG_MEM, and freeing registrations: never with
  *                        jobs_lock or a cache lock)
- *       rv_mr_cache.lock (also taken alone by the MMU notifier)
- *         rv_mr_cache.handles (xarray's internal spinlock)
+ *       rv_mr_cache.lock (also taken alone by the MMU notifier, and by
+ *                         send completions, in softirq: see below)
+ *         rv_mr_cache.handles (xarray's internal spinlock; nested in a
+ *                              softirq-safe lock, so taken with _bh)
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
@@ -53,6 +55,14 @@
  *   write's registration, released before the next lock), then one
  *   rv_conn_qp.sq_lock at a time (spin_lock_bh: completions take it).
  *   Nothing shared by the job's processes: no rv_conn.lock.
+ *
+ *   Completion handlers run in softirq (IB_POLL_SOFTIRQ CQs, rv_conn.h).
+ *   The locks they take are leaves, taken one at a time:
+ *   rv_conn_qp.sq_lock, rv_mr_cache.lock (dropping a write's io
+ *   reference) and rv_ring.lock (posting an event).  Everyone else takes
+ *   the first two with spin_lock_bh() and the ring's with
+ *   spin_lock_irqsave(), so a completion in softirq never interrupts a
+ *   holder on its own CPU.
  *
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its
@@ -101,6 +111,9 @@
  *	cleared @ibdev
  * @jobs_lock: protects @jobs and the membership of each job in it
  * @jobs: jobs on this device
+ * @cq_vector: where the next connection's CQs start on the completion
+ *	vectors (atomic, taken modulo num_comp_vectors): consecutive
+ *	connections, and a connection's QPs, land on different vectors
  */
 struct rv_device {
 	struct ib_device *ibdev;
@@ -112,6 +125,7 @@ struct rv_device {
 	struct completion released;
 	struct mutex jobs_lock; /* protects jobs */
 	struct list_head jobs;
+	atomic_t cq_vector;
 };
 
 /**

@@ -126,12 +126,16 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 
 	/*
 	 * Room for a drain marker and a heartbeat on the send queue, a
-	 * drain marker on the receive queue, all on the QP's CQ: see
-	 * rv_conn_qp.
+	 * receive batch's slack and a drain marker on the receive queue,
+	 * all on the QP's CQ: see rv_conn_qp.  A device too small for
+	 * those gets depth 1, and its QP creation fails.
 	 */
 	depth = rv_conn_wqe_budget / num_conn;
-	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 2);
-	depth = min_t(u32, depth, (ibdev->attrs.max_cqe - 3) / 2);
+	depth = min_t(u32, depth,
+		      max_t(int, ibdev->attrs.max_qp_wr - RV_RECV_BATCH, 1));
+	depth = min_t(u32, depth,
+		      max_t(int, ibdev->attrs.max_cqe - 2 - RV_RECV_BATCH,
+			    2) / 2);
 	depth = max(depth, 1U);
 
 	kref_init(&conn->kref);
@@ -141,6 +145,10 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	conn->client = rv_addr_cmp(local, remote) < 0;
 	conn->num_conn = num_conn;
 	conn->depth = depth;
+	/* Consecutive vectors for its QPs, the next ones for the next conn. */
+	conn->cq_vector = (u32)atomic_add_return(num_conn,
+						 &job->dev->cq_vector) -
+			  num_conn;
 	mutex_init(&conn->lock);
 	init_waitqueue_head(&conn->wait);
 	conn->timeout = msecs_to_jiffies(rv_conn_timeout_ms);

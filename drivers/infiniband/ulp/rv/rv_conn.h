@@ -42,6 +42,13 @@
  * from its own handler: ids that fail are parked in rv_conn_qp.dead_id
  * and destroyed by the QP's work; a rejected incoming request is
  * destroyed by rdma_cm itself (the handler returns non-zero).
+ *
+ * Completion handlers run in softirq (each QP's CQ is IB_POLL_SOFTIRQ)
+ * and take, one at a time and never nested, rv_conn_qp.sq_lock,
+ * rv_mr_cache.lock and rv_ring.lock, whose other takers use the _bh
+ * (_irqsave for the ring) variant.  They never sleep: what may sleep
+ * (freeing a registration, replacing a failed QP) is queued to a
+ * workqueue.
  */
 #ifndef RV_CONN_H
 #define RV_CONN_H
@@ -104,6 +111,13 @@ enum rv_conn_qp_state {
 struct rv_conn;
 struct rv_write_ctx;
 
+/*
+ * Receives consumed are posted again RV_RECV_BATCH at a time, as one
+ * chain (one doorbell); the receive queue holds RV_RECV_BATCH - 1 extra
+ * so that batching never leaves fewer than the connection's depth posted.
+ */
+#define RV_RECV_BATCH	16
+
 /* A marker work request and its completion, for draining a QP. */
 struct rv_drain {
 	struct ib_cqe cqe;
@@ -117,9 +131,19 @@ struct rv_drain {
  * @cq: send and receive CQ of @ibqp and of nothing else; its cq_context is
  *	this struct.  Freed right after @ibqp: once both are gone no
  *	completion of @ibqp can reach a handler, whatever the device did
- *	with the ones it had not delivered yet
+ *	with the ones it had not delivered yet (ib_free_cq() waits for a
+ *	running poll, work or softirq).  This is why rv does not take CQs
+ *	from the core's pool (ib_cq_pool_get()): a pooled CQ outlives the
+ *	QP and would hand a completion the QP left behind, after a drain
+ *	that timed out, to a handler whose write or QP is already freed
  * @repost: receive completions may repost on @ibqp; cleared, then an RCU
  *	grace period, before a QP whose drain timed out is destroyed
+ * @recv_pending: receives consumed and not posted again yet, at most
+ *	RV_RECV_BATCH - 1 between completions; touched only by @cq's
+ *	handler (one poll of a CQ runs at a time) and, before the QP can
+ *	complete anything, by rv_write_post_recvs()
+ * @recv_wrs: RV_RECV_BATCH receive work requests chained in order; the
+ *	last n of them post n receives with one call
  * @sdrain: send queue marker of its drain
  * @rdrain: receive queue marker of its drain
  *
@@ -131,6 +155,8 @@ struct rv_ibqp {
 	struct ib_qp *ibqp;
 	struct ib_cq *cq;
 	bool repost;
+	u32 recv_pending;
+	struct ib_recv_wr recv_wrs[RV_RECV_BATCH];
 	struct rv_drain sdrain;
 	struct rv_drain rdrain;
 };
@@ -150,10 +176,11 @@ struct rv_ibqp {
  * @attempt_start: client: jiffies when the current attempt began;
  *	protected by @conn->lock
  * @sq_lock: protects @sq_free, @inflight, @nr_inflight, @ctx_free,
- *	@post_iq, @post_gen, @chain and @chain_sge, and serialises the posts
- *	of writes on the slot; taken by posters without @conn->lock, by
- *	rv_write_conn_publish() under it, and by send completions (softirq
- *	or workqueue: process context takes it with spin_lock_bh())
+ *	@post_iq, @post_gen, @chain, @chain_sge and the heartbeat's fields,
+ *	and serialises the posts of writes on the slot; taken by posters
+ *	without @conn->lock, by rv_write_conn_publish() under it, and by
+ *	send completions in softirq: everyone else takes it with
+ *	spin_lock_bh()
  * @sq_free: send queue entries not used by writes in flight (credits)
  * @inflight: struct rv_write_ctx of the writes in flight on the slot,
  *	whichever of its QPs (struct rv_ibqp) they were posted on
@@ -183,8 +210,11 @@ struct rv_ibqp {
  *	asks the current QP whether it is in the error state
  *
  * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
- * for a drain marker, one for a heartbeat; its receive queue @depth + 1;
- * its CQ the sum of both.
+ * for a drain marker, one for a heartbeat; its receive queue @depth +
+ * RV_RECV_BATCH: @depth + RV_RECV_BATCH - 1 receives posted when none is
+ * waiting for its batch, so at least @depth are always posted (as many
+ * as the peer can have writes with immediate in flight), and one entry
+ * for a drain marker; its CQ the sum of both queues.
  */
 struct rv_conn_qp {
 	struct rv_conn *conn;
@@ -232,6 +262,8 @@ struct rv_conn_qp {
  * @client: this node sends the requests (lower address); constant
  * @num_conn: number of QPs, the job's num_conn; constant
  * @depth: send and receive queue depth of each QP; constant
+ * @cq_vector: completion vector of QP 0's CQ (QP i uses the next i-th,
+ *	modulo the device's count); constant
  * @lock: protects the fields below and each QP's cm_id, dead_id, state,
  *	reason; also guards use of the job's PD and device by CM handlers:
  *	they create QPs and CQs only while @dead is false.  Not taken by
@@ -275,6 +307,7 @@ struct rv_conn {
 	bool client;
 	u32 num_conn;
 	u32 depth;
+	u32 cq_vector;
 
 	struct mutex lock; /* see above */
 	bool dead;

@@ -469,7 +469,12 @@ void rv_mr_cache_init(struct rv_mr_cache *cache)
 	cache->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&cache->lru);
 	INIT_LIST_HEAD(&cache->dead);
-	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
+	/*
+	 * Its lock nests in @lock, which softirq completions take: taken
+	 * with bottom halves off (and dropped so around an allocation).
+	 */
+	xa_init_flags(&cache->handles,
+		      XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT | XA_FLAGS_LOCK_BH);
 	INIT_WORK(&cache->free_work, rv_mr_free_work);
 }
 
@@ -668,8 +673,9 @@ u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 }
 
 /*
- * Drop a write's reference, from its completion (which must not sleep):
- * an unused STALE entry goes to the work item.
+ * Drop a write's reference, from its completion (softirq: no sleep)
+ * or a failed post: an unused STALE entry goes to the work item, which
+ * deregisters and unpins it in process context.
  */
 void rv_mr_put_io(struct rv_mr_entry *e)
 {
@@ -1178,9 +1184,9 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 		goto out_free;
 	}
 
-	ret = xa_alloc_cyclic(&cache->handles, &e->handle, e,
-			      XA_LIMIT(1, INT_MAX), &cache->next_handle,
-			      GFP_KERNEL);
+	ret = xa_alloc_cyclic_bh(&cache->handles, &e->handle, e,
+				 XA_LIMIT(1, INT_MAX), &cache->next_handle,
+				 GFP_KERNEL);
 	if (ret < 0)
 		goto out_free;
 

@@ -139,7 +139,8 @@ struct rv_mr_entry {
  *	of them
  *
  * Lock order: rv_file.lock -> (device read section) -> @lock -> @handles'
- * lock.
+ * lock.  Send completions take @lock in softirq (rv_mr_put_io()),
+ * so everyone takes it with spin_lock_bh().
  * The MMU notifier takes only @lock (it runs under mmap_lock and other
  * mm locks, so nothing that can wait on those may be held with @lock).
  */

@@ -62,11 +62,13 @@
  * waits for its writes (rv_write_file_quiesce()): a completion always
  * finds its file, ring and registration.
  *
- * Locks: @sq_lock is taken by completion handlers, which may run in
- * softirq context, so every process-context user takes it with
- * spin_lock_bh().  Nothing else is taken under it but the device's own
- * post-send lock (inside ib_post_send()) and rv_cm_qp_fault()'s
- * queue_work(); registrations are released outside it.
+ * Locks: completions run in softirq (IB_POLL_SOFTIRQ) and take only
+ * spinlocks (@sq_lock, the MR cache's, the ring's), which process context
+ * takes with bottom halves disabled; whatever may sleep is left to work
+ * items (a registration's free, a failed QP's replacement).  Nothing else
+ * is taken under @sq_lock but the device's own post-send lock (inside
+ * ib_post_send()) and rv_cm_qp_fault()'s queue_work(); registrations are
+ * released outside it.
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -236,13 +238,40 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
 }
 
+/*
+ * Post @iq's @recv_pending consumed receives again, as one chain.  The
+ * QP is alive: it is destroyed after a drain, which waits for this
+ * handler (same CQ) to have run, or, when the drain timed out, after
+ * @repost is cleared and an RCU grace period.  In the error state the
+ * receives are flushed.  Receives a failed post leaves out are counted as
+ * receive errors and not retried: the post fails only on a QP that is
+ * going away.
+ */
+static void rv_write_repost(struct rv_ibqp *iq)
+{
+	const struct ib_recv_wr *first, *bad = NULL;
+	u32 n = iq->recv_pending;
+	int ret = 0;
+
+	iq->recv_pending = 0;
+	first = &iq->recv_wrs[RV_RECV_BATCH - n];
+	rcu_read_lock();
+	if (READ_ONCE(iq->repost))
+		ret = ib_post_recv(iq->ibqp, first, &bad);
+	rcu_read_unlock();
+	if (!ret)
+		return;
+	/* @bad is the first one not posted: it and those after it. */
+	if (bad >= first && bad < &iq->recv_wrs[RV_RECV_BATCH])
+		n = &iq->recv_wrs[RV_RECV_BATCH] - bad;
+	atomic64_add(n, &iq->slot->conn->recv_errors);
+}
+
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rv_ibqp *iq = cq->cq_context;
 	struct rv_conn_qp *qp = iq->slot;
 	struct rv_conn *conn = qp->conn;
-	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
-	int ret = 0;
 
 	WRITE_ONCE(qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
@@ -263,29 +292,31 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&conn->recv_errors);	/* not rv's peer */
 
 	/*
-	 * The QP is alive: it is destroyed after a drain, which waits for
-	 * this handler (same CQ) to have run, or, when the drain timed out,
-	 * after @repost is cleared and an RCU grace period.  In the error
-	 * state the receive is flushed.
+	 * Batched: the queue was posted with RV_RECV_BATCH - 1 extra, so
+	 * the connection's depth stays posted while fewer than a batch wait
+	 * here, and a batch is full before the queue could run short.
 	 */
-	rcu_read_lock();
-	if (READ_ONCE(iq->repost))
-		ret = ib_post_recv(iq->ibqp, &wr, NULL);
-	rcu_read_unlock();
-	if (ret)
-		atomic64_inc(&conn->recv_errors);
+	if (++iq->recv_pending == RV_RECV_BATCH)
+		rv_write_repost(iq);
 }
 
+/*
+ * Fill a new QP's receive queue, a batch per call, before it can complete
+ * anything: @depth + RV_RECV_BATCH - 1 receives (see rv_conn_qp).
+ */
 int rv_write_post_recvs(struct rv_ibqp *iq)
 {
-	struct ib_recv_wr wr = { .wr_cqe = &iq->slot->recv_cqe };
-	u32 i;
+	u32 left = iq->slot->conn->depth + RV_RECV_BATCH - 1, n;
 	int ret;
 
-	for (i = 0; i < iq->slot->conn->depth; i++) {
-		ret = ib_post_recv(iq->ibqp, &wr, NULL);
+	iq->recv_pending = 0;
+	while (left) {
+		n = min_t(u32, left, RV_RECV_BATCH);
+		ret = ib_post_recv(iq->ibqp, &iq->recv_wrs[RV_RECV_BATCH - n],
+				   NULL);
 		if (ret)
 			return ret;
+		left -= n;
 	}
 	return 0;
 }
@@ -398,6 +429,14 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 
 void rv_write_ibqp_init(struct rv_ibqp *iq)
 {
+	u32 i;
+
+	/* No SGE: a write with immediate consumes a receive, no buffer. */
+	for (i = 0; i < RV_RECV_BATCH; i++) {
+		iq->recv_wrs[i].wr_cqe = &iq->slot->recv_cqe;
+		iq->recv_wrs[i].next = i + 1 < RV_RECV_BATCH ?
+				       &iq->recv_wrs[i + 1] : NULL;
+	}
 	iq->sdrain.cqe.done = rv_drain_done;
 	iq->rdrain.cqe.done = rv_drain_done;
 	init_completion(&iq->sdrain.done);
