@@ -938,7 +938,8 @@ struct rv_post_write {
  *
  * Writes are posted in order until one fails.  If the first fails the
  * call fails with its errno; otherwise it succeeds and reports @posted
- * and @error.
+ * and @error.  The array is copied once; consecutive writes that go to
+ * one QP are posted as one chain of work requests.
  *
  * Errors: EINVAL (@count or @entry_size out of range), EFAULT (@writes
  * not readable), and those of POST_WRITE for the first write.

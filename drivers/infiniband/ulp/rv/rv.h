@@ -32,8 +32,10 @@
  *         rv_frwr_qp.lock (a job's release takes it here)
  *       rv_frwr_qp.lock (REG_MEM, and freeing registrations: never with
  *                        jobs_lock or a cache lock)
- *       rv_mr_cache.lock (also taken alone by the MMU notifier)
- *         rv_mr_cache.handles (xarray's internal spinlock)
+ *       rv_mr_cache.lock (also taken alone by the MMU notifier, and by
+ *                         send completions, in softirq: see below)
+ *         rv_mr_cache.handles (xarray's internal spinlock; nested in a
+ *                              softirq-safe lock, so taken with _bh)
  *
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
@@ -45,8 +47,22 @@
  *
  *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock,
  *   outside the device's read section, and rv_conn_list_lock ->
- *   rv_conn.lock under rv_device.jobs_lock; rdma_cm handlers take only
- *   those two.
+ *   rv_conn.lock -> rv_conn_qp.sq_lock under rv_device.jobs_lock;
+ *   rdma_cm handlers take only the first two (and sq_lock under them).
+ *
+ *   The write path (POST_WRITE(S), rv_write.c) takes, in order:
+ *   rv_file.lock, the device's read section, rv_mr_cache.lock (each
+ *   write's registration, released before the next lock), then one
+ *   rv_conn_qp.sq_lock at a time (spin_lock_bh: completions take it).
+ *   Nothing shared by the job's processes: no rv_conn.lock.
+ *
+ *   Completion handlers run in softirq (IB_POLL_SOFTIRQ CQs, rv_conn.h).
+ *   The locks they take are leaves, taken one at a time:
+ *   rv_conn_qp.sq_lock, rv_mr_cache.lock (dropping a write's io
+ *   reference) and rv_ring.lock (posting an event).  Everyone else takes
+ *   the first two with spin_lock_bh() and the ring's with
+ *   spin_lock_irqsave(), so a completion in softirq never interrupts a
+ *   holder on its own CPU.
  *
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its
@@ -66,6 +82,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/completion.h>
 #include <linux/sched.h>
 #include <linux/srcu.h>
@@ -94,6 +111,9 @@
  *	cleared @ibdev
  * @jobs_lock: protects @jobs and the membership of each job in it
  * @jobs: jobs on this device
+ * @cq_vector: where the next connection's CQs start on the completion
+ *	vectors (atomic, taken modulo num_comp_vectors): consecutive
+ *	connections, and a connection's QPs, land on different vectors
  */
 struct rv_device {
 	struct ib_device *ibdev;
@@ -105,6 +125,7 @@ struct rv_device {
 	struct completion released;
 	struct mutex jobs_lock; /* protects jobs */
 	struct list_head jobs;
+	atomic_t cq_vector;
 };
 
 /**
@@ -225,7 +246,7 @@ struct rv_job {
 };
 
 /**
- * struct rv_io_stats - data path counters shared by files and connections
+ * struct rv_io_stats - data path counters of a file or a connection
  * @writes_posted: writes accepted by POST_WRITE(S)
  * @bytes_posted: their bytes
  * @writes_completed: writes completed successfully
@@ -233,16 +254,38 @@ struct rv_job {
  * @recvs: writes with immediate delivered to a ring
  * @bytes_received: their bytes
  *
- * Atomics: completion handlers of several CQs update them at once.
+ * One instance per CPU (alloc_percpu()): posters and completion handlers
+ * on every CPU count without sharing a cache line; this_cpu_add() is safe
+ * against preemption and interrupts.  Readers add the CPUs' figures up
+ * (rv_stats_sum()): each is exact once the data path is quiet, and never
+ * goes back while it runs (rv is 64-bit only: 64-bit loads do not tear).
  */
 struct rv_io_stats {
-	atomic64_t writes_posted;
-	atomic64_t bytes_posted;
-	atomic64_t writes_completed;
-	atomic64_t writes_failed;
-	atomic64_t recvs;
-	atomic64_t bytes_received;
+	u64 writes_posted;
+	u64 bytes_posted;
+	u64 writes_completed;
+	u64 writes_failed;
+	u64 recvs;
+	u64 bytes_received;
 };
+
+static inline void rv_stats_sum(const struct rv_io_stats __percpu *pcpu,
+				struct rv_io_stats *sum)
+{
+	int cpu;
+
+	memset(sum, 0, sizeof(*sum));
+	for_each_possible_cpu(cpu) {
+		const struct rv_io_stats *c = per_cpu_ptr(pcpu, cpu);
+
+		sum->writes_posted += READ_ONCE(c->writes_posted);
+		sum->bytes_posted += READ_ONCE(c->bytes_posted);
+		sum->writes_completed += READ_ONCE(c->writes_completed);
+		sum->writes_failed += READ_ONCE(c->writes_failed);
+		sum->recvs += READ_ONCE(c->recvs);
+		sum->bytes_received += READ_ONCE(c->bytes_received);
+	}
+}
 
 /**
  * struct rv_file - one open of /dev/rv
@@ -262,7 +305,7 @@ struct rv_io_stats {
  *	mmap_lock, which REG_MEM takes while holding @lock)
  * @conns: connection handle -> struct rv_conn (one reference each);
  *	changed under @lock
- * @stats: data path counters (atomics, no lock)
+ * @stats: data path counters, per CPU (no lock); allocated at open
  * @posts_eagain: posts refused with EAGAIN (atomic)
  * @inflight: writes posted and not completed (atomic); release waits for
  *	0 on @inflight_wait
@@ -285,7 +328,7 @@ struct rv_file {
 	struct rv_mr_cache mr_cache;
 	struct rv_ring *ring;
 	struct xarray conns;
-	struct rv_io_stats stats;
+	struct rv_io_stats __percpu *stats;
 	atomic64_t posts_eagain;
 	atomic_t inflight;
 	wait_queue_head_t inflight_wait;

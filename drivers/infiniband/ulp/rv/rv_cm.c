@@ -166,7 +166,7 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		.cap = {
 			/* Drain markers, and a heartbeat on the send queue. */
 			.max_send_wr = conn->depth + 2,
-			.max_recv_wr = conn->depth + 1,
+			.max_recv_wr = conn->depth + RV_RECV_BATCH,
 			.max_send_sge = conn->max_sge,
 			.max_recv_sge = 1,
 		},
@@ -182,11 +182,19 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	iq->slot = qp;
 	iq->repost = true;
 	rv_write_ibqp_init(iq);
-	/* Spread the connections' QPs over the completion vectors. */
+	/*
+	 * Completions in softirq, right after the device's interrupt (no
+	 * kworker between a completion and its event), on a vector of the
+	 * connection's own run of them (rv_conn.cq_vector), so that the
+	 * QPs of a connection, and connections, spread over the vectors as
+	 * nvme-rdma's queues do.  A private CQ, not a pooled one: see
+	 * struct rv_ibqp.
+	 */
 	iq->cq = ib_alloc_cq(ibdev, iq,
 			     attr.cap.max_send_wr + attr.cap.max_recv_wr,
-			     (conn->id + qp->index) % ibdev->num_comp_vectors,
-			     IB_POLL_WORKQUEUE);
+			     (conn->cq_vector + qp->index) %
+			     ibdev->num_comp_vectors,
+			     IB_POLL_SOFTIRQ);
 	if (IS_ERR(iq->cq)) {
 		ret = PTR_ERR(iq->cq);
 		goto out_free_iq;

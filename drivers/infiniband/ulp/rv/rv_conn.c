@@ -116,20 +116,26 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	if (!conn)
 		return ERR_PTR(-ENOMEM);
 	ret = ida_alloc_min(&rv_conn_ida, 1, GFP_KERNEL);
-	if (ret < 0) {
-		kfree(conn);
-		return ERR_PTR(ret);
-	}
+	if (ret < 0)
+		goto out_free;
 	conn->id = ret;
+	ret = -ENOMEM;
+	conn->stats = alloc_percpu_gfp(struct rv_io_stats, GFP_KERNEL_ACCOUNT);
+	if (!conn->stats)
+		goto out_free_id;
 
 	/*
 	 * Room for a drain marker and a heartbeat on the send queue, a
-	 * drain marker on the receive queue, all on the QP's CQ: see
-	 * rv_conn_qp.
+	 * receive batch's slack and a drain marker on the receive queue,
+	 * all on the QP's CQ: see rv_conn_qp.  A device too small for
+	 * those gets depth 1, and its QP creation fails.
 	 */
 	depth = rv_conn_wqe_budget / num_conn;
-	depth = min_t(u32, depth, ibdev->attrs.max_qp_wr - 2);
-	depth = min_t(u32, depth, (ibdev->attrs.max_cqe - 3) / 2);
+	depth = min_t(u32, depth,
+		      max_t(int, ibdev->attrs.max_qp_wr - RV_RECV_BATCH, 1));
+	depth = min_t(u32, depth,
+		      max_t(int, ibdev->attrs.max_cqe - 2 - RV_RECV_BATCH,
+			    2) / 2);
 	depth = max(depth, 1U);
 
 	kref_init(&conn->kref);
@@ -139,6 +145,10 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	conn->client = rv_addr_cmp(local, remote) < 0;
 	conn->num_conn = num_conn;
 	conn->depth = depth;
+	/* Consecutive vectors for its QPs, the next ones for the next conn. */
+	conn->cq_vector = (u32)atomic_add_return(num_conn,
+						 &job->dev->cq_vector) -
+			  num_conn;
 	mutex_init(&conn->lock);
 	init_waitqueue_head(&conn->wait);
 	conn->timeout = msecs_to_jiffies(rv_conn_timeout_ms);
@@ -153,12 +163,31 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->conn = conn;
 		qp->index = i;
 		rv_cm_qp_init(qp);
+		ret = rv_write_qp_alloc(qp);
+		if (ret)
+			goto out_free_qps;
 	}
 	return conn;
+
+out_free_qps:
+	while (i--)
+		rv_write_qp_free(&conn->qps[i]);
+	mutex_destroy(&conn->lock);
+	free_percpu(conn->stats);
+out_free_id:
+	ida_free(&rv_conn_ida, conn->id);
+out_free:
+	kfree(conn);
+	return ERR_PTR(ret);
 }
 
 static void rv_conn_free(struct rv_conn *conn)
 {
+	u32 i;
+
+	for (i = 0; i < conn->num_conn; i++)
+		rv_write_qp_free(&conn->qps[i]);
+	free_percpu(conn->stats);
 	mutex_destroy(&conn->lock);
 	ida_free(&rv_conn_ida, conn->id);
 	kfree(conn);
@@ -185,7 +214,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		mutex_unlock(&conn->lock);
 		return;
 	}
-	conn->dead = true;
+	WRITE_ONCE(conn->dead, true);
 	mutex_unlock(&conn->lock);
 
 	/* No work can be queued again: every kick checks @dead. */
@@ -415,8 +444,11 @@ void rv_conn_update_state(struct rv_conn *conn)
 
 	conn->connected = connected;
 	conn->reason = reason;
-	if (state == conn->state)
+	if (state == conn->state) {
+		/* A QP may have changed under an unchanged state. */
+		rv_write_conn_publish(conn);
 		return;
+	}
 	if (state == RV_CONN_STATE_CONNECTED)
 		conn->generation++;
 	rv_conn_dbg(conn, "state %u -> %u reason %u generation %llu\n",
@@ -425,6 +457,8 @@ void rv_conn_update_state(struct rv_conn *conn)
 	if (!conn->dead)
 		rv_conn_log_transition(conn, state, reason);
 	WRITE_ONCE(conn->state, state);
+	/* Before the wake-up: a woken waiter may post at once. */
+	rv_write_conn_publish(conn);
 	trace_rv_conn_state(conn->job->id, conn->id, state, reason,
 			    conn->generation, connected);
 	wake_up_all(&conn->wait);

@@ -27,6 +27,9 @@
  *       rv_device.jobs_lock
  *         rv_conn_list_lock
  *           rv_conn.lock
+ *             rv_conn_qp.sq_lock (rv_write_conn_publish(), heartbeats,
+ *                                 DUMP; posts and send completions take
+ *                                 it alone, one slot at a time)
  *           rv_uid_lock (a leaf: counting a new connection, rv_caps.c)
  *
  * rdma_cm event handlers run in the CM's work context and take only
@@ -39,6 +42,13 @@
  * from its own handler: ids that fail are parked in rv_conn_qp.dead_id
  * and destroyed by the QP's work; a rejected incoming request is
  * destroyed by rdma_cm itself (the handler returns non-zero).
+ *
+ * Completion handlers run in softirq (each QP's CQ is IB_POLL_SOFTIRQ)
+ * and take, one at a time and never nested, rv_conn_qp.sq_lock,
+ * rv_mr_cache.lock and rv_ring.lock, whose other takers use the _bh
+ * (_irqsave for the ring) variant.  They never sleep: what may sleep
+ * (freeing a registration, replacing a failed QP) is queued to a
+ * workqueue.
  */
 #ifndef RV_CONN_H
 #define RV_CONN_H
@@ -99,6 +109,14 @@ enum rv_conn_qp_state {
 };
 
 struct rv_conn;
+struct rv_write_ctx;
+
+/*
+ * Receives consumed are posted again RV_RECV_BATCH at a time, as one
+ * chain (one doorbell); the receive queue holds RV_RECV_BATCH - 1 extra
+ * so that batching never leaves fewer than the connection's depth posted.
+ */
+#define RV_RECV_BATCH	16
 
 /* A marker work request and its completion, for draining a QP. */
 struct rv_drain {
@@ -113,9 +131,19 @@ struct rv_drain {
  * @cq: send and receive CQ of @ibqp and of nothing else; its cq_context is
  *	this struct.  Freed right after @ibqp: once both are gone no
  *	completion of @ibqp can reach a handler, whatever the device did
- *	with the ones it had not delivered yet
+ *	with the ones it had not delivered yet (ib_free_cq() waits for a
+ *	running poll, work or softirq).  This is why rv does not take CQs
+ *	from the core's pool (ib_cq_pool_get()): a pooled CQ outlives the
+ *	QP and would hand a completion the QP left behind, after a drain
+ *	that timed out, to a handler whose write or QP is already freed
  * @repost: receive completions may repost on @ibqp; cleared, then an RCU
  *	grace period, before a QP whose drain timed out is destroyed
+ * @recv_pending: receives consumed and not posted again yet, at most
+ *	RV_RECV_BATCH - 1 between completions; touched only by @cq's
+ *	handler (one poll of a CQ runs at a time) and, before the QP can
+ *	complete anything, by rv_write_post_recvs()
+ * @recv_wrs: RV_RECV_BATCH receive work requests chained in order; the
+ *	last n of them post n receives with one call
  * @sdrain: send queue marker of its drain
  * @rdrain: receive queue marker of its drain
  *
@@ -127,6 +155,8 @@ struct rv_ibqp {
 	struct ib_qp *ibqp;
 	struct ib_cq *cq;
 	bool repost;
+	u32 recv_pending;
+	struct ib_recv_wr recv_wrs[RV_RECV_BATCH];
 	struct rv_drain sdrain;
 	struct rv_drain rdrain;
 };
@@ -145,11 +175,24 @@ struct rv_ibqp {
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
  * @attempt_start: client: jiffies when the current attempt began;
  *	protected by @conn->lock
- * @sq_lock: protects @sq_free and @inflight; taken by posters (under
- *	@conn->lock) and by send completions (without it)
+ * @sq_lock: protects @sq_free, @inflight, @nr_inflight, @ctx_free,
+ *	@post_iq, @post_gen, @chain, @chain_sge and the heartbeat's fields,
+ *	and serialises the posts of writes on the slot; taken by posters
+ *	without @conn->lock, by rv_write_conn_publish() under it, and by
+ *	send completions in softirq: everyone else takes it with
+ *	spin_lock_bh()
  * @sq_free: send queue entries not used by writes in flight (credits)
  * @inflight: struct rv_write_ctx of the writes in flight on the slot,
  *	whichever of its QPs (struct rv_ibqp) they were posted on
+ * @nr_inflight: how many; read without the lock for CONN_QUERY and DUMP
+ * @ctx_free: the slot's free write contexts (rv_write.c)
+ * @ctxs: @conn->depth write contexts, one per credit: never short
+ * @chain: RV_POST_CHAIN work requests a post chains (rv_write.c)
+ * @chain_sge: their SGEs, @conn->max_sge each
+ * @post_iq: the QP writes are posted on, NULL while the connection is
+ *	not CONNECTED: set by rv_write_conn_publish() under @conn->lock,
+ *	cleared before its QP is parked or destroyed
+ * @post_gen: the connection's generation writes on @post_iq report
  * @hb_cqe: completion entry of the QP's heartbeat
  * @hb_inflight: a heartbeat is posted; protected by @sq_lock
  * @hb_iq: the QP it is posted on (compared, never dereferenced);
@@ -167,8 +210,11 @@ struct rv_ibqp {
  *	asks the current QP whether it is in the error state
  *
  * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
- * for a drain marker, one for a heartbeat; its receive queue @depth + 1;
- * its CQ the sum of both.
+ * for a drain marker, one for a heartbeat; its receive queue @depth +
+ * RV_RECV_BATCH: @depth + RV_RECV_BATCH - 1 receives posted when none is
+ * waiting for its batch, so at least @depth are always posted (as many
+ * as the peer can have writes with immediate in flight), and one entry
+ * for a drain marker; its CQ the sum of both queues.
  */
 struct rv_conn_qp {
 	struct rv_conn *conn;
@@ -183,6 +229,13 @@ struct rv_conn_qp {
 	spinlock_t sq_lock; /* see above */
 	u32 sq_free;
 	struct list_head inflight;
+	u32 nr_inflight;
+	struct list_head ctx_free;
+	struct rv_write_ctx *ctxs;
+	struct ib_rdma_wr *chain;
+	struct ib_sge *chain_sge;
+	struct rv_ibqp *post_iq;
+	u32 post_gen;
 	struct ib_cqe hb_cqe;
 	bool hb_inflight;
 	struct rv_ibqp *hb_iq;
@@ -209,9 +262,13 @@ struct rv_conn_qp {
  * @client: this node sends the requests (lower address); constant
  * @num_conn: number of QPs, the job's num_conn; constant
  * @depth: send and receive queue depth of each QP; constant
+ * @cq_vector: completion vector of QP 0's CQ (QP i uses the next i-th,
+ *	modulo the device's count); constant
  * @lock: protects the fields below and each QP's cm_id, dead_id, state,
  *	reason; also guards use of the job's PD and device by CM handlers:
- *	they create QPs and CQs only while @dead is false
+ *	they create QPs and CQs only while @dead is false.  Not taken by
+ *	posts: they read @dead and @state with READ_ONCE() for the errno
+ *	and post on what rv_write_conn_publish() published
  * @dead: teardown started; no new cm_id, attempt or work from now on
  * @ib_released: the QPs, CQs and cm_ids are gone (teardown is done)
  * @started: CONNECT was issued (and not undone by an error)
@@ -228,13 +285,12 @@ struct rv_conn_qp {
  * @max_segment: longest RDMA WRITE the port takes; constant
  * @max_sge: SGEs per write work request: the device's limit, at most
  *	RV_MAX_SEND_SGE; constant
- * @next_qp: where the next write's search for a QP with room starts;
- *	protected by @lock
- * @stats: data path counters (atomics)
+ * @next_qp: where the next write's search for a QP with room starts; a
+ *	hint, read and set without a lock
+ * @stats: data path counters, per CPU (no lock)
  * @drops_no_slot: arrivals for a slot with no ring (atomic)
  * @drops_ring_full: arrivals dropped on a full ring (atomic)
  * @recv_errors: receive completions in error, flushes aside (atomic)
- * @inflight: writes in flight on all QPs (atomic)
  * @hb_work: sends heartbeats on idle QPs, every job heartbeat_ms
  * @heartbeats: heartbeats sent (atomic)
  * @qp_errors: QPs replaced after errors (atomic)
@@ -251,6 +307,7 @@ struct rv_conn {
 	bool client;
 	u32 num_conn;
 	u32 depth;
+	u32 cq_vector;
 
 	struct mutex lock; /* see above */
 	bool dead;
@@ -269,12 +326,11 @@ struct rv_conn {
 
 	u32 max_segment;
 	u32 max_sge;
-	u32 next_qp;
-	struct rv_io_stats stats;
+	atomic_t next_qp;
+	struct rv_io_stats __percpu *stats;
 	atomic64_t drops_no_slot;
 	atomic64_t drops_ring_full;
 	atomic64_t recv_errors;
-	atomic_t inflight;
 	struct delayed_work hb_work;
 	atomic64_t heartbeats;
 	atomic64_t qp_errors;
@@ -387,11 +443,13 @@ enum rv_recv_result {
 };
 
 /* rv_write.c */
-int rv_write_init(void);
-void rv_write_exit(void);
 void rv_write_file_init(struct rv_file *rf);
 void rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
+int rv_write_qp_alloc(struct rv_conn_qp *qp);
+void rv_write_qp_free(struct rv_conn_qp *qp);
+void rv_write_conn_publish(struct rv_conn *conn);
+u32 rv_write_conn_inflight(struct rv_conn *conn);
 void rv_write_ibqp_init(struct rv_ibqp *iq);
 void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_probe(struct rv_conn_qp *qp);

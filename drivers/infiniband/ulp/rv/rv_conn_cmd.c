@@ -198,18 +198,19 @@ out_unlock_conn:
 static void rv_conn_read_stats(struct rv_conn *conn,
 			       struct rv_conn_query *cmd)
 {
-	const struct rv_io_stats *s = &conn->stats;
+	struct rv_io_stats s;
 
-	cmd->writes_posted = atomic64_read(&s->writes_posted);
-	cmd->bytes_posted = atomic64_read(&s->bytes_posted);
-	cmd->writes_completed = atomic64_read(&s->writes_completed);
-	cmd->writes_failed = atomic64_read(&s->writes_failed);
-	cmd->recvs = atomic64_read(&s->recvs);
-	cmd->bytes_received = atomic64_read(&s->bytes_received);
+	rv_stats_sum(conn->stats, &s);
+	cmd->writes_posted = s.writes_posted;
+	cmd->bytes_posted = s.bytes_posted;
+	cmd->writes_completed = s.writes_completed;
+	cmd->writes_failed = s.writes_failed;
+	cmd->recvs = s.recvs;
+	cmd->bytes_received = s.bytes_received;
 	cmd->drops_no_slot = atomic64_read(&conn->drops_no_slot);
 	cmd->drops_ring_full = atomic64_read(&conn->drops_ring_full);
 	cmd->recv_errors = atomic64_read(&conn->recv_errors);
-	cmd->inflight = atomic_read(&conn->inflight);
+	cmd->inflight = rv_write_conn_inflight(conn);
 	cmd->max_segment = conn->max_segment;
 	cmd->heartbeats = atomic64_read(&conn->heartbeats);
 	cmd->qp_errors = atomic64_read(&conn->qp_errors);

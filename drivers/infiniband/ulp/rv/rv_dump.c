@@ -75,8 +75,8 @@ static void rv_dump_proc(struct rv_dump_buf *b, struct rv_job *job,
 			 struct rv_file *rf)
 {
 	struct rv_dump_proc *r = rv_dump_next(b);
-	const struct rv_io_stats *s = &rf->stats;
 	struct rv_mr_cache *cache = &rf->mr_cache;
+	struct rv_io_stats s;
 	struct rv_ring *ring;
 
 	if (!r)
@@ -91,19 +91,20 @@ static void rv_dump_proc(struct rv_dump_buf *b, struct rv_job *job,
 		r->ring_overflows = READ_ONCE(ring->overflows);
 	}
 	r->inflight = atomic_read(&rf->inflight);
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	r->mr_entries = cache->stats.entries;
 	r->mr_bytes = cache->stats.bytes;
 	r->mr_hits = cache->stats.hits;
 	r->mr_misses = cache->stats.misses;
-	spin_unlock(&cache->lock);
-	r->writes_posted = atomic64_read(&s->writes_posted);
-	r->bytes_posted = atomic64_read(&s->bytes_posted);
-	r->writes_completed = atomic64_read(&s->writes_completed);
-	r->writes_failed = atomic64_read(&s->writes_failed);
+	spin_unlock_bh(&cache->lock);
+	rv_stats_sum(rf->stats, &s);
+	r->writes_posted = s.writes_posted;
+	r->bytes_posted = s.bytes_posted;
+	r->writes_completed = s.writes_completed;
+	r->writes_failed = s.writes_failed;
 	r->posts_eagain = atomic64_read(&rf->posts_eagain);
-	r->recvs = atomic64_read(&s->recvs);
-	r->bytes_received = atomic64_read(&s->bytes_received);
+	r->recvs = s.recvs;
+	r->bytes_received = s.bytes_received;
 }
 
 /*
@@ -187,8 +188,8 @@ static void rv_dump_addr(struct rv_dump_conn *r,
 static void rv_dump_conn(struct rv_dump_buf *b, struct rv_conn *conn)
 {
 	struct rv_dump_conn *r = rv_dump_next(b);
-	const struct rv_io_stats *s = &conn->stats;
 	unsigned long now = jiffies;
+	struct rv_io_stats s;
 	u32 i;
 
 	if (!r)
@@ -214,19 +215,20 @@ static void rv_dump_conn(struct rv_dump_buf *b, struct rv_conn *conn)
 			jiffies_to_msecs(now - READ_ONCE(qp->last_activity));
 		if (qp->cm_id && qp->cm_id->qp)
 			r->qp[i].qp_num = qp->cm_id->qp->qp_num;
-		spin_lock(&qp->sq_lock);
+		spin_lock_bh(&qp->sq_lock);
 		r->qp[i].send_free = qp->sq_free;
-		spin_unlock(&qp->sq_lock);
+		spin_unlock_bh(&qp->sq_lock);
 	}
 	mutex_unlock(&conn->lock);
 
-	r->inflight = atomic_read(&conn->inflight);
-	r->writes_posted = atomic64_read(&s->writes_posted);
-	r->bytes_posted = atomic64_read(&s->bytes_posted);
-	r->writes_completed = atomic64_read(&s->writes_completed);
-	r->writes_failed = atomic64_read(&s->writes_failed);
-	r->recvs = atomic64_read(&s->recvs);
-	r->bytes_received = atomic64_read(&s->bytes_received);
+	r->inflight = rv_write_conn_inflight(conn);
+	rv_stats_sum(conn->stats, &s);
+	r->writes_posted = s.writes_posted;
+	r->bytes_posted = s.bytes_posted;
+	r->writes_completed = s.writes_completed;
+	r->writes_failed = s.writes_failed;
+	r->recvs = s.recvs;
+	r->bytes_received = s.bytes_received;
 	r->drops_no_slot = atomic64_read(&conn->drops_no_slot);
 	r->drops_ring_full = atomic64_read(&conn->drops_ring_full);
 	r->recv_errors = atomic64_read(&conn->recv_errors);

@@ -449,6 +449,11 @@ static int rv_open(struct inode *inode, struct file *filp)
 	rf = kzalloc(sizeof(*rf), GFP_KERNEL_ACCOUNT);
 	if (!rf)
 		return -ENOMEM;
+	rf->stats = alloc_percpu_gfp(struct rv_io_stats, GFP_KERNEL_ACCOUNT);
+	if (!rf->stats) {
+		kfree(rf);
+		return -ENOMEM;
+	}
 	mutex_init(&rf->lock);
 	rv_mr_cache_init(&rf->mr_cache);
 	rv_conn_file_init(rf);
@@ -478,6 +483,7 @@ static int rv_release(struct inode *inode, struct file *filp)
 	put_pid(rf->pid);
 	mutex_unlock(&rf->lock);
 	mutex_destroy(&rf->lock);
+	free_percpu(rf->stats);
 	kfree(rf);
 	return 0;
 }

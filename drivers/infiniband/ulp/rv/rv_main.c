@@ -195,13 +195,9 @@ static int __init rv_init(void)
 	if (ret)
 		return ret;
 
-	ret = rv_write_init();
-	if (ret)
-		return ret;
-
 	ret = rv_conn_init();
 	if (ret)
-		goto out_write_exit;
+		return ret;
 
 	ret = rv_device_init();
 	if (ret)
@@ -218,8 +214,6 @@ out_device_exit:
 	rv_device_exit();
 out_conn_exit:
 	rv_conn_exit();
-out_write_exit:
-	rv_write_exit();
 	return ret;
 }
 
@@ -230,7 +224,6 @@ static void __exit rv_exit(void)
 	rv_conn_exit();
 	rv_device_exit();
 	rv_job_exit();
-	rv_write_exit();
 	rv_uid_exit();
 }
 

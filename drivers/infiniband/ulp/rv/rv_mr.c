@@ -134,16 +134,16 @@ static int rv_mr_get_frmr(struct rv_mr_cache *cache, u32 pages,
 {
 	u32 i;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	for (i = 0; i < cache->pool_len; i++) {
 		if (cache->pool[i].max_pages < pages)
 			continue;
 		*frmr = cache->pool[i];
 		cache->pool[i] = cache->pool[--cache->pool_len];
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		return 1;
 	}
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	return rv_frwr_alloc_mr(cache->job, pages, frmr);
 }
 
@@ -159,18 +159,18 @@ static void rv_mr_put_frmrs(struct rv_mr_cache *cache, struct rv_frmr *frmrs,
 	u32 room, valid = 0, i;
 
 	if (registered) {
-		spin_lock(&cache->lock);
+		spin_lock_bh(&cache->lock);
 		/* A closing file deregisters its pool right after. */
 		room = cache->closing ? 0 : RV_MR_POOL_MRS - cache->pool_len;
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		if (room)
 			valid = rv_frwr_invalidate(cache->job, frmrs,
 						   min(nr_mrs, room));
 	}
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	for (i = 0; i < valid && cache->pool_len < RV_MR_POOL_MRS; i++)
 		cache->pool[cache->pool_len++] = frmrs[i];
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	for (; i < nr_mrs; i++)
 		ib_dereg_mr(frmrs[i].mr);
 }
@@ -181,13 +181,13 @@ static void rv_mr_pool_drain(struct rv_mr_cache *cache)
 	struct ib_mr *mr;
 
 	for (;;) {
-		spin_lock(&cache->lock);
+		spin_lock_bh(&cache->lock);
 		if (!cache->pool_len) {
-			spin_unlock(&cache->lock);
+			spin_unlock_bh(&cache->lock);
 			return;
 		}
 		mr = cache->pool[--cache->pool_len].mr;
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		ib_dereg_mr(mr);
 	}
 }
@@ -374,9 +374,9 @@ static void rv_mr_release_list(struct rv_mr_cache *cache,
 		rv_mr_unpin(e);
 		/* Waits for an invalidation of this range still running. */
 		mmu_interval_notifier_remove(&e->notifier);
-		spin_lock(&cache->lock);
+		spin_lock_bh(&cache->lock);
 		xa_erase(&cache->handles, e->handle);
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		kvfree(e);
 	}
 }
@@ -402,9 +402,9 @@ static void rv_mr_free_work(struct work_struct *work)
 						 free_work);
 	LIST_HEAD(list);
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	list_splice_init(&cache->dead, &list);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_free_victims(cache, &list);
 }
 
@@ -445,7 +445,7 @@ static bool rv_mr_invalidate(struct mmu_interval_notifier *mni,
 					     notifier);
 	struct rv_mr_cache *cache = e->cache;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	/* Also makes a registration of a NEW entry start over. */
 	mmu_interval_set_seq(mni, cur_seq);
 	if (e->state != RV_MR_CACHED || rv_mr_event_keeps_pages(range->event))
@@ -455,7 +455,7 @@ static bool rv_mr_invalidate(struct mmu_interval_notifier *mni,
 	cache->stats.invalidations++;
 	rv_mr_retire(cache, e);
 out_unlock:
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	return true;
 }
 
@@ -469,7 +469,12 @@ void rv_mr_cache_init(struct rv_mr_cache *cache)
 	cache->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&cache->lru);
 	INIT_LIST_HEAD(&cache->dead);
-	xa_init_flags(&cache->handles, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
+	/*
+	 * Its lock nests in @lock, which softirq completions take: taken
+	 * with bottom halves off (and dropped so around an allocation).
+	 */
+	xa_init_flags(&cache->handles,
+		      XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT | XA_FLAGS_LOCK_BH);
 	INIT_WORK(&cache->free_work, rv_mr_free_work);
 }
 
@@ -501,14 +506,14 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 		return;
 	dev = cache->job->dev;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	cache->closing = true;
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	/* Its entries are on cache->dead, freed below. */
 	cancel_work_sync(&cache->free_work);
 
 	idx = rv_device_enter(dev, false);
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	xa_for_each(&cache->handles, index, e) {
 		if (e->state == RV_MR_DEAD)
 			continue;
@@ -519,7 +524,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 		rv_mr_kill(cache, e, &list);
 	}
 	list_splice_init(&cache->dead, &list);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_unmap_list(&list);
 	rv_mr_pool_drain(cache);
 	rv_device_leave(dev, idx);
@@ -559,7 +564,7 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 	struct rv_frmr *frmrs;
 	u32 nr_frmrs, i;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	for (; (e = xa_find(&cache->handles, &index, ULONG_MAX, XA_PRESENT));
 	     index++) {
 		if (e->state == RV_MR_NEW || (!e->nr_frmrs && !e->mapped))
@@ -569,15 +574,15 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 		e->nr_frmrs = 0;
 		if (e->state == RV_MR_CACHED)
 			rv_mr_retire(cache, e);
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		/* Writes read ->dma only in read sections, and none is left. */
 		for (i = 0; i < nr_frmrs; i++)
 			ib_dereg_mr(frmrs[i].mr);
 		/* An entry means an attached cache: job and PD are set. */
 		rv_mr_dma_unmap(e, cache->job->pd->device);
-		spin_lock(&cache->lock);
+		spin_lock_bh(&cache->lock);
 	}
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_pool_drain(cache);
 }
 
@@ -598,7 +603,7 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 {
 	struct rv_mr_entry *e;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	e = handle ? xa_load(&cache->handles, handle) : NULL;
 	if (!e || !e->user_refs ||
 	    (e->state != RV_MR_CACHED && e->state != RV_MR_STALE))
@@ -610,7 +615,7 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 		e = ERR_PTR(-ERANGE);
 	else
 		e->io_refs++;	/* in use already: the user holds it */
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	return e;
 }
 
@@ -668,14 +673,15 @@ u32 rv_mr_sge_next(struct rv_mr_sge_iter *it, struct ib_sge *sge,
 }
 
 /*
- * Drop a write's reference, from its completion (which must not sleep):
- * an unused STALE entry goes to the work item.
+ * Drop a write's reference, from its completion (softirq: no sleep)
+ * or a failed post: an unused STALE entry goes to the work item, which
+ * deregisters and unpins it in process context.
  */
 void rv_mr_put_io(struct rv_mr_entry *e)
 {
 	struct rv_mr_cache *cache = e->cache;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	e->io_refs--;
 	if (!rv_mr_in_use(e)) {
 		rv_mr_account_use(cache, e, false);
@@ -687,7 +693,7 @@ void rv_mr_put_io(struct rv_mr_entry *e)
 				queue_work(system_unbound_wq, &cache->free_work);
 		}
 	}
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 }
 
 /*
@@ -770,9 +776,9 @@ static bool rv_mr_reclaim(struct rv_mr_cache *cache, u64 length)
 	LIST_HEAD(victims);
 	u64 freed;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	freed = rv_mr_evict_lru(cache, length, &victims);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_free_victims(cache, &victims);
 	return freed;
 }
@@ -1096,9 +1102,9 @@ static int rv_mr_publish(struct rv_mr_entry *e, u32 nr_keys,
 	if (ret)
 		goto out_leave;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	if (mmu_interval_read_retry(&e->notifier, seq)) {
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		rv_mr_unmap(e);
 		ret = -EAGAIN;
 		goto out_leave;
@@ -1117,7 +1123,7 @@ static int rv_mr_publish(struct rv_mr_entry *e, u32 nr_keys,
 	}
 	rv_mr_get_user(cache, e);
 	trace_rv_mr_insert(e);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 
 out_leave:
 	rv_device_leave(dev, idx);
@@ -1152,7 +1158,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 		return ERR_PTR(idx);
 	}
 	max_seg = ib_dma_max_seg_size(job->pd->device);
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	/*
 	 * Entries the MMU notifier killed go now rather than in the work
 	 * item: their pins and MRs come back before this miss pins more
@@ -1160,7 +1166,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	 */
 	list_splice_init(&cache->dead, &victims);
 	ret = rv_mr_make_room(cache, length, &victims);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_unmap_list(&victims);
 	rv_device_leave(dev, idx);
 	rv_mr_release_list(cache, &victims);
@@ -1178,9 +1184,9 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 		goto out_free;
 	}
 
-	ret = xa_alloc_cyclic(&cache->handles, &e->handle, e,
-			      XA_LIMIT(1, INT_MAX), &cache->next_handle,
-			      GFP_KERNEL);
+	ret = xa_alloc_cyclic_bh(&cache->handles, &e->handle, e,
+				 XA_LIMIT(1, INT_MAX), &cache->next_handle,
+				 GFP_KERNEL);
 	if (ret < 0)
 		goto out_free;
 
@@ -1216,15 +1222,15 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 out_remove:
 	mmu_interval_notifier_remove(&e->notifier);
 out_erase:
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	xa_erase(&cache->handles, e->handle);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 out_free:
 	kvfree(e);
 out_count:
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	cache->stats.failures++;
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	return ERR_PTR(ret);
 }
 
@@ -1308,7 +1314,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		ret = idx;
 		goto out_unlock;
 	}
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	e = rv_mr_lookup(cache, cmd->addr, cmd->addr + cmd->length - 1,
 			 access);
 	if (e) {
@@ -1316,7 +1322,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		cache->stats.hits++;
 		trace_rv_mr_hit(e);
 	}
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_device_leave(dev, idx);
 
 	if (!e) {
@@ -1338,9 +1344,9 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		 * The caller never learnt the handle: take the reference back
 		 * (the registration stays cached for the caller's retry).
 		 */
-		spin_lock(&cache->lock);
+		spin_lock_bh(&cache->lock);
 		rv_mr_put_user(cache, e, &victims);
-		spin_unlock(&cache->lock);
+		spin_unlock_bh(&cache->lock);
 		rv_mr_free_victims(cache, &victims);
 	}
 out_unlock:
@@ -1363,7 +1369,7 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	if (ret)
 		return ret;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	e = xa_load(&cache->handles, cmd->handle);
 	if (!e || e->state == RV_MR_NEW || e->state == RV_MR_DEAD)
 		ret = -ENOENT;
@@ -1373,7 +1379,7 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		rv_mr_put_user(cache, e, &victims);
 	if (!ret)
 		cmd->refs = e->user_refs;
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_unmap_list(&victims);
 	rv_file_unlock_dev(rf);
 	rv_mr_release_list(cache, &victims);
@@ -1480,9 +1486,9 @@ int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	if (ret)
 		return ret;
 
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	ret = rv_evict_select(cache, cmd, &victims);
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	list_for_each_entry(e, &victims, lru) {
 		cmd->freed_entries++;
 		cmd->freed_bytes += e->length;
@@ -1510,9 +1516,9 @@ int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		mutex_unlock(&rf->lock);
 		return -ENOTCONN;
 	}
-	spin_lock(&cache->lock);
+	spin_lock_bh(&cache->lock);
 	*cmd = cache->stats;
-	spin_unlock(&cache->lock);
+	spin_unlock_bh(&cache->lock);
 	mutex_unlock(&rf->lock);
 
 	cmd->size = size;

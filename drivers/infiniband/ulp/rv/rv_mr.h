@@ -119,6 +119,8 @@ struct rv_mr_entry {
  *	entries' mutable fields; a spinlock because the MMU notifier takes
  *	it from contexts that cannot sleep.  Stores to @handles happen
  *	under it too, so a lookup under @lock sees a consistent entry.
+ *	Write completions take it (rv_mr_put_io()) and may run in softirq
+ *	context: process context takes it with spin_lock_bh().
  * @tree: CACHED entries by address range
  * @lru: CACHED entries nobody uses, most recently used first
  * @dead: entries invalidated by the notifier, for @free_work to free
@@ -137,7 +139,8 @@ struct rv_mr_entry {
  *	of them
  *
  * Lock order: rv_file.lock -> (device read section) -> @lock -> @handles'
- * lock.
+ * lock.  Send completions take @lock in softirq (rv_mr_put_io()),
+ * so everyone takes it with spin_lock_bh().
  * The MMU notifier takes only @lock (it runs under mmap_lock and other
  * mm locks, so nothing that can wait on those may be held with @lock).
  */

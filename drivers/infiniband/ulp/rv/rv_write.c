@@ -6,23 +6,69 @@
  * names.
  *
  * A write is a struct rv_write_ctx from POST_WRITE until its last
- * segment completes.  It is on its QP's @inflight list meanwhile, holds
- * one send queue credit per segment and an io reference on its
- * registration, and counts in its file's and connection's @inflight.
- * Every segment is signaled: a write whose later segments cannot be
- * posted still ends, with an error, once the posted ones complete.
+ * segment completes.  The contexts are preallocated with their QP slot,
+ * one per send queue credit (a write holds at least one), so posting
+ * never allocates.  A write is on its slot's @inflight list meanwhile,
+ * holds one send queue credit per segment and an io reference on its
+ * registration, and counts in its file's and slot's in-flight figures.
+ *
+ * Posting takes no lock of the connection (its mutex is shared by every
+ * process of the job writing to that node): only the chosen QP slot's
+ * @sq_lock, under which the slot's credits, free contexts, list and the
+ * QP to post on (@post_iq, with the generation it serves) are read and
+ * the work requests are posted.  rv_conn_update_state() publishes
+ * @post_iq under that same lock, non-NULL only while the whole
+ * connection is CONNECTED and the QP is current, and clears it before any
+ * QP is parked for destruction.  So a post either happens before the
+ * clearing (it is then on the QP before the drain's marker, and ends by
+ * its completion or the flush) or finds no QP and fails like today
+ * (EAGAIN while connecting, EPIPE after an error, ENODEV once torn down);
+ * its generation is the one under which its QP was published.
+ *
+ * POST_WRITES groups consecutive writes that go to one QP and posts them
+ * as chained work requests (RV_POST_CHAIN per ib_post_send(), one
+ * doorbell).  Only the last segment of a write is signaled; the others
+ * use @seg_cqe.  An RC send queue executes and completes in order, so a
+ * successful last completion means every earlier segment is done, and
+ * the write's credits all come back with it.  On an error the device
+ * completes the failing work request and flushes every later one,
+ * signaled or not (IB spec 10.7.3.1 and 11.4.2.1: unsignaled requests
+ * generate a completion when they complete in error; rxe's do_complete()
+ * posts a CQE when "wqe->status != IB_WC_SUCCESS", mlx5 and irdma
+ * report flushed entries of the whole queue).  Segments that completed
+ * before the error report nothing.  Hence: @seg_cqe only records an
+ * error, and the write ends exactly once, on the completion of its last
+ * segment, whose status is then an error too.
+ *
+ * A chain the device refuses part of (bad_wr) leaves the writes wholly
+ * before bad_wr posted, the ones wholly after it unposted (their credits
+ * and contexts returned, not counted: POST_WRITES reports them as not
+ * posted, with EAGAIN), and at most one write in between, some of its
+ * segments posted but not its signaled last one: it counts as posted,
+ * gets IB_WC_LOC_QP_OP_ERR and its QP is failed, and is ended by
+ * rv_write_qp_flush() when that QP is destroyed (it keeps its
+ * registration until then: the device may still read it).
  *
  * How every write ends exactly once:
- *  - normally, by its last completion (rv_write_done());
+ *  - normally, by its last segment's completion (rv_write_done());
  *  - when a QP is destroyed, rv_write_qp_drain() first moves it to the
  *    error state and waits (bounded) for a marker posted behind all
  *    writes: the hardware flushes them, in order, before the marker;
- *  - if that wait times out, the QP and then its own CQ are destroyed
- *    (no completion of the QP can run after that) and rv_write_qp_flush()
- *    ends the writes still listed for it with a flush status.
+ *  - the QP and then its own CQ are destroyed (no completion of the QP
+ *    can run after that) and rv_write_qp_flush() ends the writes still
+ *    listed for it with a flush status: those whose drain timed out and
+ *    those whose last segment was never posted.
  * So every write ends by the time its QP is gone, and a closing file
  * waits for its writes (rv_write_file_quiesce()): a completion always
  * finds its file, ring and registration.
+ *
+ * Locks: completions run in softirq (IB_POLL_SOFTIRQ) and take only
+ * spinlocks (@sq_lock, the MR cache's, the ring's), which process context
+ * takes with bottom halves disabled; whatever may sleep is left to work
+ * items (a registration's free, a failed QP's replacement).  Nothing else
+ * is taken under @sq_lock but the device's own post-send lock (inside
+ * ib_post_send()) and rv_cm_qp_fault()'s queue_work(); registrations are
+ * released outside it.
  */
 #include "rv.h"
 #include "rv_conn.h"
@@ -34,43 +80,50 @@
 /* Longest wait at close for the file's writes on healthy QPs. */
 #define RV_QUIESCE_MS		10000
 
+/* Work requests posted by one ib_post_send() at most (one doorbell). */
+#define RV_POST_CHAIN		32
+
 /**
  * struct rv_write_ctx - one write in flight
- * @cqe: completion entry of every segment
- * @list: on @qp->inflight, under @qp->sq_lock
+ * @cqe: completion entry of its last (signaled) segment
+ * @seg_cqe: completion entry of its other segments: they report only
+ *	errors
+ * @list: on @qp->inflight while in flight, on @qp->ctx_free otherwise;
+ *	under @qp->sq_lock
  * @rf: the posting file (waits for us at close)
  * @mr: the registration's entry with our io reference; NULL for 0 bytes
- * @qp: the QP slot the segments were posted on
+ * @qp: the QP slot the segments were posted on (owns this context)
  * @iq: the QP of that slot they were posted on
  * @wr_id: the caller's
- * @pending: segments not completed yet (and, while posting, not posted)
  * @status: first error status, 0 while none (cmpxchg)
  * @bytes: the write's length
- * @segs: segments posted: credits to give back
+ * @segs: segments: credits to give back
+ * @posted: segments the device took; only used while posting, under
+ *	@qp->sq_lock
  * @generation: the connection's when posted
  */
 struct rv_write_ctx {
 	struct ib_cqe cqe;
+	struct ib_cqe seg_cqe;
 	struct list_head list;
 	struct rv_file *rf;
 	struct rv_mr_entry *mr;
 	struct rv_conn_qp *qp;
 	struct rv_ibqp *iq;
 	u64 wr_id;
-	atomic_t pending;
 	u32 status;
 	u32 bytes;
 	u32 segs;
+	u32 posted;
 	u32 generation;
 };
-
-static struct kmem_cache *rv_write_cache;
 
 static void rv_write_finish(struct rv_write_ctx *ctx)
 {
 	struct rv_conn_qp *qp = ctx->qp;
 	struct rv_conn *conn = qp->conn;
 	struct rv_file *rf = ctx->rf;
+	struct rv_mr_entry *mr = ctx->mr;
 	u32 status = READ_ONCE(ctx->status);
 	bool overflow;
 	struct rv_event ev = {
@@ -82,31 +135,32 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 		.generation = ctx->generation,
 	};
 
-	spin_lock(&qp->sq_lock);
-	list_del(&ctx->list);
-	qp->sq_free += ctx->segs;
-	spin_unlock(&qp->sq_lock);
-
 	/* A full ring counts the loss in its overflows. */
 	overflow = !rv_ring_post(rf->ring, &ev);
 	trace_rv_write_done(conn->job->id, conn->id, qp->index, rf->slot,
 			    ctx->wr_id, ctx->bytes, ctx->segs, status, overflow);
 	if (status) {
-		atomic64_inc(&rf->stats.writes_failed);
-		atomic64_inc(&conn->stats.writes_failed);
+		this_cpu_add(rf->stats->writes_failed, 1);
+		this_cpu_add(conn->stats->writes_failed, 1);
 	} else {
-		atomic64_inc(&rf->stats.writes_completed);
-		atomic64_inc(&conn->stats.writes_completed);
+		this_cpu_add(rf->stats->writes_completed, 1);
+		this_cpu_add(conn->stats->writes_completed, 1);
 	}
-	if (ctx->mr)
-		rv_mr_put_io(ctx->mr);
-	atomic_dec(&conn->inflight);
+
+	/* The context is the next poster's once back on the free list. */
+	spin_lock_bh(&qp->sq_lock);
+	list_move(&ctx->list, &qp->ctx_free);
+	qp->sq_free += ctx->segs;
+	qp->nr_inflight--;
+	spin_unlock_bh(&qp->sq_lock);
+
+	if (mr)
+		rv_mr_put_io(mr);
 	/* Release may free @rf once it sees 0, but only after an RCU grace. */
 	rcu_read_lock();
 	if (atomic_dec_and_test(&rf->inflight))
 		wake_up(&rf->inflight_wait);
 	rcu_read_unlock();
-	kmem_cache_free(rv_write_cache, ctx);
 }
 
 static void rv_write_set_status(struct rv_write_ctx *ctx, u32 status)
@@ -114,23 +168,37 @@ static void rv_write_set_status(struct rv_write_ctx *ctx, u32 status)
 	cmpxchg(&ctx->status, 0, status);
 }
 
+static void rv_write_wc_status(struct rv_write_ctx *ctx, struct ib_wc *wc)
+{
+	WRITE_ONCE(ctx->qp->last_activity, jiffies);
+	if (wc->status == IB_WC_SUCCESS)
+		return;
+	rv_write_set_status(ctx, wc->status);
+	/* The QP is in error now: have it replaced. */
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		rv_cm_qp_fault(ctx->qp, wc->qp, ib_wc_status_msg(wc->status));
+	else
+		rv_cm_qp_flushed(ctx->qp);
+}
+
+/* The last segment: whatever its status, the write is over. */
 static void rv_write_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rv_write_ctx *ctx = container_of(wc->wr_cqe,
 						struct rv_write_ctx, cqe);
 
-	WRITE_ONCE(ctx->qp->last_activity, jiffies);
-	if (wc->status != IB_WC_SUCCESS) {
-		rv_write_set_status(ctx, wc->status);
-		/* The QP is in error now: have it replaced. */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rv_cm_qp_fault(ctx->qp, wc->qp,
-				       ib_wc_status_msg(wc->status));
-		else
-			rv_cm_qp_flushed(ctx->qp);
-	}
-	if (atomic_dec_and_test(&ctx->pending))
-		rv_write_finish(ctx);
+	rv_write_wc_status(ctx, wc);
+	rv_write_finish(ctx);
+}
+
+/*
+ * An unsignaled segment completes only in error, and always before its
+ * write's last segment (same send queue, in order): record the status.
+ */
+static void rv_write_seg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	rv_write_wc_status(container_of(wc->wr_cqe, struct rv_write_ctx,
+					seg_cqe), wc);
 }
 
 /* Deliver an arrived immediate to the ring of the slot it names. */
@@ -161,13 +229,42 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 		result = RV_RECV_RING_FULL;
 		atomic64_inc(&conn->drops_ring_full);
 	} else {
-		atomic64_inc(&rf->stats.recvs);
-		atomic64_add(bytes, &rf->stats.bytes_received);
-		atomic64_inc(&conn->stats.recvs);
-		atomic64_add(bytes, &conn->stats.bytes_received);
+		this_cpu_add(rf->stats->recvs, 1);
+		this_cpu_add(rf->stats->bytes_received, bytes);
+		this_cpu_add(conn->stats->recvs, 1);
+		this_cpu_add(conn->stats->bytes_received, bytes);
 	}
 	rcu_read_unlock();
 	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
+}
+
+/*
+ * Post @iq's @recv_pending consumed receives again, as one chain.  The
+ * QP is alive: it is destroyed after a drain, which waits for this
+ * handler (same CQ) to have run, or, when the drain timed out, after
+ * @repost is cleared and an RCU grace period.  In the error state the
+ * receives are flushed.  Receives a failed post leaves out are counted as
+ * receive errors and not retried: the post fails only on a QP that is
+ * going away.
+ */
+static void rv_write_repost(struct rv_ibqp *iq)
+{
+	const struct ib_recv_wr *first, *bad = NULL;
+	u32 n = iq->recv_pending;
+	int ret = 0;
+
+	iq->recv_pending = 0;
+	first = &iq->recv_wrs[RV_RECV_BATCH - n];
+	rcu_read_lock();
+	if (READ_ONCE(iq->repost))
+		ret = ib_post_recv(iq->ibqp, first, &bad);
+	rcu_read_unlock();
+	if (!ret)
+		return;
+	/* @bad is the first one not posted: it and those after it. */
+	if (bad >= first && bad < &iq->recv_wrs[RV_RECV_BATCH])
+		n = &iq->recv_wrs[RV_RECV_BATCH] - bad;
+	atomic64_add(n, &iq->slot->conn->recv_errors);
 }
 
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -175,8 +272,6 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_ibqp *iq = cq->cq_context;
 	struct rv_conn_qp *qp = iq->slot;
 	struct rv_conn *conn = qp->conn;
-	struct ib_recv_wr wr = { .wr_cqe = &qp->recv_cqe };
-	int ret = 0;
 
 	WRITE_ONCE(qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
@@ -197,29 +292,31 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&conn->recv_errors);	/* not rv's peer */
 
 	/*
-	 * The QP is alive: it is destroyed after a drain, which waits for
-	 * this handler (same CQ) to have run, or, when the drain timed out,
-	 * after @repost is cleared and an RCU grace period.  In the error
-	 * state the receive is flushed.
+	 * Batched: the queue was posted with RV_RECV_BATCH - 1 extra, so
+	 * the connection's depth stays posted while fewer than a batch wait
+	 * here, and a batch is full before the queue could run short.
 	 */
-	rcu_read_lock();
-	if (READ_ONCE(iq->repost))
-		ret = ib_post_recv(iq->ibqp, &wr, NULL);
-	rcu_read_unlock();
-	if (ret)
-		atomic64_inc(&conn->recv_errors);
+	if (++iq->recv_pending == RV_RECV_BATCH)
+		rv_write_repost(iq);
 }
 
+/*
+ * Fill a new QP's receive queue, a batch per call, before it can complete
+ * anything: @depth + RV_RECV_BATCH - 1 receives (see rv_conn_qp).
+ */
 int rv_write_post_recvs(struct rv_ibqp *iq)
 {
-	struct ib_recv_wr wr = { .wr_cqe = &iq->slot->recv_cqe };
-	u32 i;
+	u32 left = iq->slot->conn->depth + RV_RECV_BATCH - 1, n;
 	int ret;
 
-	for (i = 0; i < iq->slot->conn->depth; i++) {
-		ret = ib_post_recv(iq->ibqp, &wr, NULL);
+	iq->recv_pending = 0;
+	while (left) {
+		n = min_t(u32, left, RV_RECV_BATCH);
+		ret = ib_post_recv(iq->ibqp, &iq->recv_wrs[RV_RECV_BATCH - n],
+				   NULL);
 		if (ret)
 			return ret;
+		left -= n;
 	}
 	return 0;
 }
@@ -229,9 +326,9 @@ static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
 					     hb_cqe);
 
-	spin_lock(&qp->sq_lock);
+	spin_lock_bh(&qp->sq_lock);
 	qp->hb_inflight = false;
-	spin_unlock(&qp->sq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 	if (wc->status == IB_WC_SUCCESS)
 		WRITE_ONCE(qp->last_activity, jiffies);
 	else if (wc->status != IB_WC_WR_FLUSH_ERR)	/* the path is dead */
@@ -269,19 +366,19 @@ static void rv_write_hb_work(struct work_struct *work)
 		if (qp->state != RV_QP_CONNECTED || !qp->cm_id ||
 		    time_before(jiffies, READ_ONCE(qp->last_activity) + period))
 			continue;
-		spin_lock(&qp->sq_lock);
+		spin_lock_bh(&qp->sq_lock);
 		busy = qp->hb_inflight;
 		qp->hb_inflight = true;
 		if (!busy)
 			qp->hb_iq = qp->cm_id->qp->qp_context;
-		spin_unlock(&qp->sq_lock);
+		spin_unlock_bh(&qp->sq_lock);
 		if (busy)
 			continue;
 		wr.wr.wr_cqe = &qp->hb_cqe;
 		if (ib_post_send(qp->cm_id->qp, &wr.wr, NULL)) {
-			spin_lock(&qp->sq_lock);
+			spin_lock_bh(&qp->sq_lock);
 			qp->hb_inflight = false;
-			spin_unlock(&qp->sq_lock);
+			spin_unlock_bh(&qp->sq_lock);
 			continue;
 		}
 		atomic64_inc(&conn->heartbeats);
@@ -325,12 +422,21 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 	spin_lock_init(&qp->sq_lock);
 	qp->sq_free = qp->conn->depth;
 	INIT_LIST_HEAD(&qp->inflight);
+	INIT_LIST_HEAD(&qp->ctx_free);
 	qp->hb_cqe.done = rv_write_hb_done;
 	qp->last_activity = jiffies;
 }
 
 void rv_write_ibqp_init(struct rv_ibqp *iq)
 {
+	u32 i;
+
+	/* No SGE: a write with immediate consumes a receive, no buffer. */
+	for (i = 0; i < RV_RECV_BATCH; i++) {
+		iq->recv_wrs[i].wr_cqe = &iq->slot->recv_cqe;
+		iq->recv_wrs[i].next = i + 1 < RV_RECV_BATCH ?
+				       &iq->recv_wrs[i + 1] : NULL;
+	}
 	iq->sdrain.cqe.done = rv_drain_done;
 	iq->rdrain.cqe.done = rv_drain_done;
 	init_completion(&iq->sdrain.done);
@@ -387,8 +493,9 @@ bool rv_write_qp_drain(struct rv_ibqp *iq)
 }
 
 /*
- * End the writes posted on @iq that no completion ended: its drain timed
- * out, and it and its CQ are destroyed, so none can now.
+ * End the writes posted on @iq that no completion ended (its drain timed
+ * out, or their last segment was never posted): it and its CQ are
+ * destroyed, so no completion can now.
  */
 void rv_write_qp_flush(struct rv_ibqp *iq)
 {
@@ -396,15 +503,15 @@ void rv_write_qp_flush(struct rv_ibqp *iq)
 	struct rv_write_ctx *ctx, *next;
 	LIST_HEAD(ended);
 
-	spin_lock(&qp->sq_lock);
+	spin_lock_bh(&qp->sq_lock);
 	list_for_each_entry_safe(ctx, next, &qp->inflight, list)
 		if (ctx->iq == iq)
 			list_move_tail(&ctx->list, &ended);
 	/* Nor will its heartbeat complete: let the next QP send one. */
 	if (qp->hb_inflight && qp->hb_iq == iq)
 		qp->hb_inflight = false;
-	spin_unlock(&qp->sq_lock);
-	/* rv_write_finish() unlinks each from @ended. */
+	spin_unlock_bh(&qp->sq_lock);
+	/* rv_write_finish() moves each from @ended to the free list. */
 	list_for_each_entry_safe(ctx, next, &ended, list) {
 		rv_write_set_status(ctx, IB_WC_WR_FLUSH_ERR);
 		rv_write_finish(ctx);
@@ -417,129 +524,120 @@ bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf)
 	struct rv_write_ctx *ctx;
 	bool busy = false;
 
-	spin_lock(&qp->sq_lock);
+	spin_lock_bh(&qp->sq_lock);
 	list_for_each_entry(ctx, &qp->inflight, list) {
 		if (ctx->rf == rf) {
 			busy = true;
 			break;
 		}
 	}
-	spin_unlock(&qp->sq_lock);
+	spin_unlock_bh(&qp->sq_lock);
 	return busy;
 }
 
 /*
- * Post @ctx's @segs work requests on the first connected QP from
- * conn->next_qp with room for them, taking their SGEs from @sges.  Caller
- * holds conn->lock.  Returns 0 once the first work request is posted (the
- * write then ends with a SEND event), or an errno with nothing posted.
+ * Contexts and chain buffers of a QP slot, allocated with its connection:
+ * one context per send queue credit (every write in flight holds one),
+ * RV_POST_CHAIN work requests and their SGEs, used under @sq_lock.
  */
-static int rv_write_post_segs(struct rv_conn *conn, struct rv_write_ctx *ctx,
-			      const struct rv_write *w,
-			      struct rv_mr_sge_iter *sges)
+int rv_write_qp_alloc(struct rv_conn_qp *qp)
 {
-	struct ib_sge sge[RV_MAX_SEND_SGE];
-	struct rv_conn_qp *qp = NULL;
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.wr_cqe = &ctx->cqe,
-			.sg_list = sge,
-			.send_flags = IB_SEND_SIGNALED,
-		},
-		.rkey = w->rkey,
-	};
-	u32 i, n = conn->num_conn, segs = ctx->segs, posted, bytes = 0;
-	u64 done = 0;
-	int ret = 0;
+	struct rv_conn *conn = qp->conn;
+	u32 i;
 
-	for (i = 0; i < n; i++) {
-		struct rv_conn_qp *q = &conn->qps[(conn->next_qp + i) % n];
+	qp->ctxs = kvcalloc(conn->depth, sizeof(*qp->ctxs),
+			    GFP_KERNEL_ACCOUNT);
+	if (!qp->ctxs)
+		goto out;
+	qp->chain = kcalloc(RV_POST_CHAIN, sizeof(*qp->chain),
+			    GFP_KERNEL_ACCOUNT);
+	if (!qp->chain)
+		goto out_free_ctxs;
+	qp->chain_sge = kcalloc(RV_POST_CHAIN * conn->max_sge,
+				sizeof(*qp->chain_sge), GFP_KERNEL_ACCOUNT);
+	if (!qp->chain_sge)
+		goto out_free_chain;
+	for (i = 0; i < conn->depth; i++) {
+		struct rv_write_ctx *ctx = &qp->ctxs[i];
 
-		if (q->state != RV_QP_CONNECTED || !q->cm_id ||
-		    READ_ONCE(q->broken))
-			continue;
-		spin_lock(&q->sq_lock);
-		if (q->sq_free >= segs) {
-			q->sq_free -= segs;
-			qp = q;
-			ctx->qp = qp;
-			ctx->iq = q->cm_id->qp->qp_context;
-			atomic_set(&ctx->pending, segs);
-			list_add_tail(&ctx->list, &qp->inflight);
-		}
-		spin_unlock(&q->sq_lock);
-		if (qp)
-			break;
+		ctx->cqe.done = rv_write_done;
+		ctx->seg_cqe.done = rv_write_seg_done;
+		ctx->qp = qp;
+		list_add_tail(&ctx->list, &qp->ctx_free);
 	}
-	if (!qp)
-		return -EAGAIN;
-	conn->next_qp = (qp->index + 1) % n;
-	ctx->generation = (u32)conn->generation;
-	trace_rv_write_post(conn->job->id, conn->id, qp->index, ctx->rf->slot,
-			    ctx->wr_id, ctx->bytes, segs, 0, false);
+	return 0;
 
-	for (posted = 0; posted < segs; posted++) {
-		wr.wr.num_sge = sges ? rv_mr_sge_next(sges, sge, conn->max_sge,
-						      conn->max_segment,
-						      &bytes) : 0;
-		wr.remote_addr = w->remote_addr + done;
-		if (posted == segs - 1) {
-			wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
-			wr.wr.ex.imm_data = cpu_to_be32(w->imm);
-		} else {
-			wr.wr.opcode = IB_WR_RDMA_WRITE;
-		}
-		ret = ib_post_send(qp->cm_id->qp, &wr.wr, NULL);
-		if (ret)
-			break;
-		done += bytes;
-	}
-	if (posted == segs)
-		return 0;
-
-	/* Segments never posted will not complete: account for them now. */
-	if (!posted) {
-		spin_lock(&qp->sq_lock);
-		list_del(&ctx->list);
-		qp->sq_free += segs;
-		spin_unlock(&qp->sq_lock);
-		/* Full (-ENOMEM) or broken before the CM noticed. */
-		return -EAGAIN;
-	}
-	rv_write_set_status(ctx, IB_WC_LOC_QP_OP_ERR);
-	if (atomic_sub_and_test(segs - posted, &ctx->pending))
-		rv_write_finish(ctx);
-	/* Counted as posted by the caller, which must not touch @ctx now. */
-	return 1;
+out_free_chain:
+	kfree(qp->chain);
+	qp->chain = NULL;
+out_free_ctxs:
+	kvfree(qp->ctxs);
+	qp->ctxs = NULL;
+out:
+	return -ENOMEM;
 }
 
-/* Connection states in which a post may proceed, or the errno. */
-static int rv_write_conn_ready(const struct rv_conn *conn)
+/* After rv_conn_release_ib(), or when the connection never got one. */
+void rv_write_qp_free(struct rv_conn_qp *qp)
 {
-	if (conn->dead)
-		return -ENODEV;
-	switch (conn->state) {
-	case RV_CONN_STATE_CONNECTED:
-		return 0;
-	case RV_CONN_STATE_CONNECTING:
-		return -EAGAIN;
-	default:
-		return -EPIPE;
-	}
+	kfree(qp->chain_sge);
+	kfree(qp->chain);
+	kvfree(qp->ctxs);
 }
 
 /*
- * Post one write for @rf.  Caller holds rf->lock of an attached file used
- * by its owner, and is in the device's read section.
+ * Publish the QP each slot of @conn posts on, and its generation: the
+ * current QP while the connection is CONNECTED and not torn down, else
+ * none.  Called under @conn->lock after every change of a QP's id or
+ * state (rv_conn_update_state()), so a QP is unpublished before it is
+ * parked for destruction.
  */
-static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
+void rv_write_conn_publish(struct rv_conn *conn)
 {
-	u32 lkey = rf->job->pd->local_dma_lkey, segs = 1;
-	struct rv_mr_entry *mr = NULL;
-	struct rv_mr_sge_iter sges;
-	struct rv_write_ctx *ctx;
+	bool up = conn->state == RV_CONN_STATE_CONNECTED && !conn->dead;
+	u32 i;
+
+	lockdep_assert_held(&conn->lock);
+	for (i = 0; i < conn->num_conn; i++) {
+		struct rv_conn_qp *qp = &conn->qps[i];
+		struct rv_ibqp *iq = NULL;
+
+		if (up && qp->state == RV_QP_CONNECTED && qp->cm_id &&
+		    qp->cm_id->qp)
+			iq = qp->cm_id->qp->qp_context;
+		spin_lock_bh(&qp->sq_lock);
+		qp->post_iq = iq;
+		qp->post_gen = (u32)conn->generation;
+		spin_unlock_bh(&qp->sq_lock);
+	}
+}
+
+/* Writes in flight on @conn's QPs, for CONN_QUERY and DUMP. */
+u32 rv_write_conn_inflight(struct rv_conn *conn)
+{
+	u32 i, n = 0;
+
+	for (i = 0; i < conn->num_conn; i++)
+		n += READ_ONCE(conn->qps[i].nr_inflight);
+	return n;
+}
+
+/* What one write needs before it is posted: taken outside any spinlock. */
+struct rv_write_prep {
 	struct rv_conn *conn;
-	int ret;
+	struct rv_mr_entry *mr;
+	u32 segs;
+};
+
+/*
+ * Validate @w and take its connection and registration into @p.  Caller
+ * holds rf->lock of an attached file used by its owner and is in the
+ * device's read section; on error nothing is held.
+ */
+static int rv_write_prepare(struct rv_file *rf, const struct rv_write *w,
+			    struct rv_write_prep *p)
+{
+	struct rv_conn *conn;
 
 	if (w->length > RV_MAX_WRITE_BYTES)
 		return -EMSGSIZE;
@@ -551,69 +649,279 @@ static int rv_write_post(struct rv_file *rf, const struct rv_write *w)
 	conn = w->conn_handle ? xa_load(&rf->conns, w->conn_handle) : NULL;
 	if (!conn)
 		return -ENOENT;
+	p->conn = conn;
+	p->mr = NULL;
+	p->segs = 1;
+	if (!w->length)
+		return 0;
+	p->mr = rv_mr_get_io(&rf->mr_cache, w->mr_handle, w->local_addr,
+			     w->length);
+	if (IS_ERR(p->mr))
+		return PTR_ERR(p->mr);
+	p->segs = rv_mr_count_wrs(p->mr, w->local_addr, w->length,
+				  conn->max_sge, conn->max_segment);
+	if (p->segs > conn->depth) {
+		rv_mr_put_io(p->mr);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
 
-	if (w->length) {
-		mr = rv_mr_get_io(&rf->mr_cache, w->mr_handle, w->local_addr,
-				  w->length);
-		if (IS_ERR(mr))
-			return PTR_ERR(mr);
-		segs = rv_mr_count_wrs(mr, w->local_addr, w->length,
-				       conn->max_sge, conn->max_segment);
-		rv_mr_sge_start(&sges, mr, lkey, w->local_addr, w->length);
+/* Connection states in which a post may proceed, or the errno. */
+static int rv_write_conn_ready(const struct rv_conn *conn)
+{
+	if (READ_ONCE(conn->dead))
+		return -ENODEV;
+	switch (READ_ONCE(conn->state)) {
+	case RV_CONN_STATE_CONNECTED:
+		return 0;
+	case RV_CONN_STATE_CONNECTING:
+		return -EAGAIN;
+	default:
+		return -EPIPE;
 	}
-	if (segs > conn->depth) {
-		ret = -EMSGSIZE;
-		goto out_put_mr;
-	}
-	ctx = kmem_cache_alloc(rv_write_cache, GFP_KERNEL);
-	if (!ctx) {
-		ret = -ENOMEM;
-		goto out_put_mr;
-	}
-	ctx->cqe.done = rv_write_done;
-	ctx->rf = rf;
-	ctx->mr = mr;
-	ctx->wr_id = w->wr_id;
-	ctx->status = 0;
-	ctx->bytes = w->length;
-	ctx->segs = segs;
+}
 
-	mutex_lock(&conn->lock);
-	ret = rv_write_conn_ready(conn);
+static struct rv_write_ctx *rv_write_wr_ctx(const struct ib_send_wr *wr)
+{
+	if (wr->send_flags & IB_SEND_SIGNALED)
+		return container_of(wr->wr_cqe, struct rv_write_ctx, cqe);
+	return container_of(wr->wr_cqe, struct rv_write_ctx, seg_cqe);
+}
+
+/* A write none of whose segments the device took: as if never posted. */
+static void rv_write_unreserve(struct rv_conn_qp *q, struct rv_write_ctx *ctx)
+{
+	list_move(&ctx->list, &q->ctx_free);
+	q->sq_free += ctx->segs;
+	q->nr_inflight--;
+	atomic_dec(&ctx->rf->inflight);
+}
+
+/*
+ * Post the @n work requests built in @q->chain, @q->sq_lock held.  If the
+ * device refuses some (see the top comment), returns its errno and in
+ * *@unposted how many of the chain's writes were handed back unposted
+ * (the last ones reserved).
+ */
+static int rv_write_chain_post(struct rv_conn_qp *q, u32 n, u32 *unposted)
+{
+	const struct ib_send_wr *bad = NULL;
+	struct rv_write_ctx *ctx, *last = NULL;
+	u32 k;
+	int ret;
+
+	q->chain[n - 1].wr.next = NULL;
+	ret = ib_post_send(q->post_iq->ibqp, &q->chain[0].wr, &bad);
 	if (!ret) {
+		for (k = 0; k < n; k++)
+			rv_write_wr_ctx(&q->chain[k].wr)->posted++;
+		return 0;
+	}
+	for (k = 0; k < n && &q->chain[k].wr != bad; k++)
+		rv_write_wr_ctx(&q->chain[k].wr)->posted++;
+	*unposted = 0;
+	for (; k < n; k++) {
+		ctx = rv_write_wr_ctx(&q->chain[k].wr);
+		if (ctx == last)
+			continue;
+		last = ctx;
+		if (!ctx->posted) {
+			rv_write_unreserve(q, ctx);
+			(*unposted)++;
+			continue;
+		}
+		/* No signaled segment: rv_write_qp_flush() will end it. */
+		rv_write_set_status(ctx, IB_WC_LOC_QP_OP_ERR);
+		rv_cm_qp_fault(q, q->post_iq->ibqp, "post refused");
+	}
+	return ret;
+}
+
+/*
+ * Post the consecutive writes @w[0..@count) of one connection, prepared
+ * in @p, on @q (its @sq_lock held, room for the first) while it has room,
+ * as chains of RV_POST_CHAIN work requests.  Returns how many were
+ * posted; *@err is the device's errno if it refused one.
+ */
+static u32 rv_write_post_group(struct rv_file *rf, struct rv_conn_qp *q,
+			       const struct rv_write *w,
+			       const struct rv_write_prep *p, u32 count,
+			       int *err)
+{
+	struct rv_conn *conn = q->conn;
+	u32 lkey = rf->job->pd->local_dma_lkey, max_sge = conn->max_sge;
+	u32 i, s, n = 0, unposted = 0;
+	struct rv_mr_sge_iter sges;
+	struct rv_write_ctx *ctx;
+	int ret = 0;
+
+	for (i = 0; i < count && q->sq_free >= p[i].segs; i++) {
+		u64 done = 0;
+
+		/* A credit per write in flight, a context per credit. */
+		ctx = list_first_entry(&q->ctx_free, struct rv_write_ctx,
+				       list);
+		list_move_tail(&ctx->list, &q->inflight);
+		q->sq_free -= p[i].segs;
+		q->nr_inflight++;
 		/* Counted first: a completion may run before we return. */
-		atomic_inc(&conn->inflight);
 		atomic_inc(&rf->inflight);
-		ret = rv_write_post_segs(conn, ctx, w, mr ? &sges : NULL);
-		if (ret < 0) {
-			atomic_dec(&conn->inflight);
-			atomic_dec(&rf->inflight);
+		ctx->rf = rf;
+		ctx->mr = p[i].mr;
+		ctx->iq = q->post_iq;
+		ctx->wr_id = w[i].wr_id;
+		ctx->status = 0;
+		ctx->bytes = w[i].length;
+		ctx->segs = p[i].segs;
+		ctx->posted = 0;
+		ctx->generation = q->post_gen;
+		trace_rv_write_post(conn->job->id, conn->id, q->index, rf->slot,
+				    ctx->wr_id, ctx->bytes, ctx->segs, 0, false);
+		if (ctx->mr)
+			rv_mr_sge_start(&sges, ctx->mr, lkey, w[i].local_addr,
+					w[i].length);
+
+		for (s = 0; s < ctx->segs; s++) {
+			struct ib_rdma_wr *wr = &q->chain[n];
+			u32 bytes = 0;
+
+			wr->wr.sg_list = &q->chain_sge[n * max_sge];
+			wr->wr.num_sge = ctx->mr ?
+				rv_mr_sge_next(&sges, wr->wr.sg_list, max_sge,
+					       conn->max_segment, &bytes) : 0;
+			wr->remote_addr = w[i].remote_addr + done;
+			wr->rkey = w[i].rkey;
+			if (s == ctx->segs - 1) {
+				wr->wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+				wr->wr.ex.imm_data = cpu_to_be32(w[i].imm);
+				wr->wr.send_flags = IB_SEND_SIGNALED;
+				wr->wr.wr_cqe = &ctx->cqe;
+			} else {
+				wr->wr.opcode = IB_WR_RDMA_WRITE;
+				wr->wr.send_flags = 0;
+				wr->wr.wr_cqe = &ctx->seg_cqe;
+			}
+			if (n)
+				q->chain[n - 1].wr.next = &wr->wr;
+			done += bytes;
+			if (++n < RV_POST_CHAIN)
+				continue;
+			ret = rv_write_chain_post(q, n, &unposted);
+			n = 0;
+			if (ret) {
+				/* Write @i was reserved: count it in. */
+				i++;
+				goto out;
+			}
 		}
 	}
-	mutex_unlock(&conn->lock);
-	if (ret < 0)
-		goto out_free;
+	if (n)
+		ret = rv_write_chain_post(q, n, &unposted);
+out:
+	*err = ret;
+	return i - unposted;
+}
 
-	atomic64_inc(&rf->stats.writes_posted);
-	atomic64_add(w->length, &rf->stats.bytes_posted);
-	atomic64_inc(&conn->stats.writes_posted);
-	atomic64_add(w->length, &conn->stats.bytes_posted);
+/*
+ * Post the run @w[0..@count) of writes to one connection on its first
+ * published QP, from the round-robin hint, with room for the first.
+ * Returns how many were posted, 0 with *@err 0 when no QP had room.
+ */
+static u32 rv_write_post_run(struct rv_file *rf, const struct rv_write *w,
+			     const struct rv_write_prep *p, u32 count,
+			     int *err)
+{
+	struct rv_conn *conn = p[0].conn;
+	u32 n = conn->num_conn, start = (u32)atomic_read(&conn->next_qp), i;
+	u32 posted;
+
+	*err = 0;
+	for (i = 0; i < n; i++) {
+		struct rv_conn_qp *q = &conn->qps[(start + i) % n];
+
+		if (READ_ONCE(q->broken))
+			continue;
+		spin_lock_bh(&q->sq_lock);
+		if (!q->post_iq || q->sq_free < p[0].segs) {
+			spin_unlock_bh(&q->sq_lock);
+			continue;
+		}
+		posted = rv_write_post_group(rf, q, w, p, count, err);
+		spin_unlock_bh(&q->sq_lock);
+		/* A hint: racing posters only share the QPs less evenly. */
+		atomic_set(&conn->next_qp, (q->index + 1) % n);
+		return posted;
+	}
 	return 0;
+}
 
-out_free:
-	kmem_cache_free(rv_write_cache, ctx);
-out_put_mr:
-	if (mr)
-		rv_mr_put_io(mr);
+/*
+ * Post the writes @w[0..@count) for @rf, using @p for their preparation.
+ * Caller holds rf->lock of an attached file used by its owner and is in
+ * the device's read section.  Writes are posted in order; the first that
+ * cannot be stops the rest.  Returns how many were posted and in *@err
+ * the errno that stopped the rest (0 if none did).
+ */
+static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
+			       struct rv_write_prep *p, u32 count, int *err)
+{
+	u32 prepared, done = 0, k;
+	int ret = 0, prep_err = 0;
+
+	/* Registrations first: their lookups may not nest in @sq_lock. */
+	for (prepared = 0; prepared < count; prepared++) {
+		prep_err = rv_write_prepare(rf, &w[prepared], &p[prepared]);
+		if (prep_err)
+			break;
+	}
+	while (done < prepared) {
+		struct rv_conn *conn = p[done].conn;
+		u32 run = 1, posted;
+		u64 bytes = 0;
+		int perr;
+
+		while (done + run < prepared && p[done + run].conn == conn)
+			run++;
+		ret = rv_write_conn_ready(conn);
+		if (ret)
+			break;
+		posted = rv_write_post_run(rf, &w[done], &p[done], run, &perr);
+		if (!posted && !perr) {
+			ret = rv_write_conn_ready(conn) ?: -EAGAIN;
+			break;
+		}
+		for (k = done; k < done + posted; k++)
+			bytes += w[k].length;
+		this_cpu_add(rf->stats->writes_posted, posted);
+		this_cpu_add(rf->stats->bytes_posted, bytes);
+		this_cpu_add(conn->stats->writes_posted, posted);
+		this_cpu_add(conn->stats->bytes_posted, bytes);
+		done += posted;
+		if (perr) {
+			/* Full (-ENOMEM) or broken before the CM noticed. */
+			ret = -EAGAIN;
+			break;
+		}
+	}
+	/* The registrations of the writes not posted. */
+	for (k = done; k < prepared; k++)
+		if (p[k].mr)
+			rv_mr_put_io(p[k].mr);
+	/* All prepared writes posted: the one after them stopped the rest. */
+	if (done == prepared)
+		ret = prep_err;
 	if (ret == -EAGAIN)
 		atomic64_inc(&rf->posts_eagain);
-	return ret;
+	*err = ret;
+	return done;
 }
 
 int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg)
 {
 	struct rv_post_write *cmd = arg;
+	struct rv_write_prep p;
 	int ret;
 
 	if (cmd->flags)
@@ -621,56 +929,58 @@ int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	ret = rv_file_lock_dev(rf, true);
 	if (ret)
 		return ret;
-	ret = rv_write_post(rf, &cmd->write);
+	rv_write_post_batch(rf, &cmd->write, &p, 1, &ret);
 	rv_file_unlock_dev(rf);
 	return ret;
 }
-
-/* Writes POST_WRITES copies in at a time, outside the device's section. */
-#define RV_POST_CHUNK	16
 
 int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		       void *arg)
 {
 	struct rv_post_writes *cmd = arg;
-	const struct rv_write __user *uw;
-	struct rv_write w[RV_POST_CHUNK];
-	u32 n, copied, i;
-	int ret = 0, idx;
+	struct rv_write_prep *p;
+	struct rv_write *w;
+	u32 copied;
+	int ret, idx;
 
 	if (cmd->flags || cmd->posted || cmd->error || !cmd->count ||
 	    cmd->count > RV_MAX_POST_WRITES ||
 	    cmd->entry_size != sizeof(struct rv_write))
 		return -EINVAL;
-	uw = u64_to_user_ptr(cmd->writes);
+	/* At most 72 KiB; the caller's cgroup pays, a failure is ENOMEM. */
+	w = kvmalloc_array(cmd->count, sizeof(*w) + sizeof(*p),
+			   GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
+	if (!w)
+		return -ENOMEM;
+	p = (struct rv_write_prep *)(w + cmd->count);
+
 	mutex_lock(&rf->lock);
 	ret = rv_file_check_owner(rf);
-	while (!ret && cmd->posted < cmd->count) {
-		/*
-		 * The copy may fault on memory user space serves: never in
-		 * the device's read section.  Entries copied whole are posted
-		 * before a fault is reported, as if copied one by one.
-		 */
-		n = min_t(u32, cmd->count - cmd->posted, RV_POST_CHUNK);
-		copied = n - DIV_ROUND_UP(copy_from_user(w, &uw[cmd->posted],
-							 n * sizeof(*w)),
-					  sizeof(*w));
-		idx = rv_device_enter(rf->job->dev, true);
-		if (idx < 0) {
-			rv_device_leave(rf->job->dev, idx);
-			ret = idx;
-			break;
-		}
-		for (i = 0; i < copied && !ret; i++) {
-			ret = rv_write_post(rf, &w[i]);
-			if (!ret)
-				cmd->posted++;
-		}
-		rv_device_leave(rf->job->dev, idx);
-		if (!ret && copied < n)
+	if (ret)
+		goto out_unlock;
+	/*
+	 * The copy may fault on memory user space serves: never in the
+	 * device's read section.  Entries copied whole are posted before a
+	 * fault is reported, as if copied one by one.
+	 */
+	copied = cmd->count -
+		 DIV_ROUND_UP(copy_from_user(w, u64_to_user_ptr(cmd->writes),
+					     cmd->count * sizeof(*w)),
+			      sizeof(*w));
+	idx = rv_device_enter(rf->job->dev, true);
+	if (idx < 0) {
+		ret = idx;
+	} else if (copied) {
+		cmd->posted = rv_write_post_batch(rf, w, p, copied, &ret);
+		if (!ret && copied < cmd->count)
 			ret = -EFAULT;
+	} else {
+		ret = -EFAULT;
 	}
+	rv_device_leave(rf->job->dev, idx);
+out_unlock:
 	mutex_unlock(&rf->lock);
+	kvfree(w);
 
 	if (!cmd->posted)
 		return ret;
@@ -681,7 +991,7 @@ int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 {
 	struct rv_stats *cmd = arg;
-	const struct rv_io_stats *s = &rf->stats;
+	struct rv_io_stats s;
 
 	if (cmd->flags || cmd->rsvd)
 		return -EINVAL;
@@ -691,13 +1001,14 @@ int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 		mutex_unlock(&rf->lock);
 		return -ENOTCONN;
 	}
-	cmd->writes_posted = atomic64_read(&s->writes_posted);
-	cmd->bytes_posted = atomic64_read(&s->bytes_posted);
-	cmd->writes_completed = atomic64_read(&s->writes_completed);
-	cmd->writes_failed = atomic64_read(&s->writes_failed);
+	rv_stats_sum(rf->stats, &s);
+	cmd->writes_posted = s.writes_posted;
+	cmd->bytes_posted = s.bytes_posted;
+	cmd->writes_completed = s.writes_completed;
+	cmd->writes_failed = s.writes_failed;
 	cmd->posts_eagain = atomic64_read(&rf->posts_eagain);
-	cmd->recvs = atomic64_read(&s->recvs);
-	cmd->bytes_received = atomic64_read(&s->bytes_received);
+	cmd->recvs = s.recvs;
+	cmd->bytes_received = s.bytes_received;
 	cmd->ring_overflows = rf->ring ? READ_ONCE(rf->ring->overflows) : 0;
 	cmd->inflight = atomic_read(&rf->inflight);
 	mutex_unlock(&rf->lock);
@@ -761,19 +1072,4 @@ void rv_write_file_quiesce(struct rv_file *rf)
 				   msecs_to_jiffies(RV_QUIESCE_MS)))
 		pr_warn("job%u slot%u: still waiting for %d writes at close\n",
 			rf->job->id, rf->slot, atomic_read(&rf->inflight));
-}
-
-int rv_write_init(void)
-{
-	/*
-	 * Every context is a user's POST_WRITE(S): SLAB_ACCOUNT charges
-	 * them all to its memory cgroup whatever the call site passes.
-	 */
-	rv_write_cache = KMEM_CACHE(rv_write_ctx, SLAB_ACCOUNT);
-	return rv_write_cache ? 0 : -ENOMEM;
-}
-
-void rv_write_exit(void)
-{
-	kmem_cache_destroy(rv_write_cache);
 }

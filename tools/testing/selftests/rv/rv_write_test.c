@@ -34,7 +34,9 @@
  *          rv with a small conn_wqe_budget), in-flight writes must stay
  *          within the send queues, and the stream must still complete.
  *  errors  2 nodes x 2 procs.  Job A (proc 0): post-time errors on a
- *          connected connection, then a bad rkey, remote ranges outside
+ *          connected connection, a POST_WRITES batch whose middle write
+ *          is bad (the writes before it posted and completed, none
+ *          after it), then a bad rkey, remote ranges outside
  *          the remote MR (also one byte outside an MR whose ends are
  *          inside pages, next to a write that fills it to its last byte),
  *          and a remote MR munmapped mid-stream: each gives
@@ -76,6 +78,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1535,6 +1538,75 @@ static void key_chunk_bounds(struct target *t, uint8_t *src, int mr,
 }
 
 /* Job A's sender, node0 proc 0.  Counts its clean writes: OK, tried. */
+/*
+ * POST_WRITES whose third write names no registration: the two before it
+ * are posted and complete with their wr_ids, the call reports posted 2
+ * and ENOENT, and the two after it are not posted (no SEND event, the
+ * counters moved by 2).  rv chains the writes it posts together: the bad
+ * one must cut the chain, not fail it.
+ */
+static void batch_bad_middle(struct target *t, uint8_t *src, int mr,
+			     uint32_t *seq)
+{
+	struct rv_write w[5];
+	struct rv_post_writes cmd;
+	struct rv_event ev[EV_BATCH];
+	struct rv_stats s0, s;
+	uint64_t until;
+	uint32_t i, ok = 0, stray = 0, tries = 0;
+	int ret, n, k;
+
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 5; i++) {
+		w[i].conn_handle = C.conn[1];
+		w[i].mr_handle = mr;
+		w[i].local_addr = (uintptr_t)src;
+		w[i].length = 4096;
+		w[i].remote_addr = t->iova;
+		w[i].rkey = t->rkey;
+		w[i].wr_id = 0xba7c000000ULL + i;
+		if (i != 2)
+			w[i].imm = err_imm(t->slot, KIND_CLEAN, (*seq)++);
+	}
+	w[2].mr_handle = 0x7fff;
+	rv_stats(C.rv, &s0);
+	do {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.size = sizeof(cmd);
+		cmd.writes = (uintptr_t)w;
+		cmd.count = 5;
+		cmd.entry_size = sizeof(w[0]);
+		ret = ioctl(rv_fd(C.rv), RV_IOCTL_POST_WRITES, &cmd) ? -errno : 0;
+		if (ret == -EAGAIN)
+			usleep(10000);
+	} while ((ret == -EAGAIN || ret == -EINTR) && ++tries < 500);
+	check(!ret && cmd.posted == 2 && cmd.error == ENOENT,
+	      "batch-bad-middle-result", "ioctl %d, posted %u, error %u",
+	      ret, cmd.posted, cmd.error);
+	until = rv_now_ms() + 30000;
+	while (ok < 2 && rv_now_ms() < until) {
+		n = reap(ev, EV_BATCH, 100);
+		for (k = 0; k < n; k++) {
+			if (ev[k].kind == RV_EVENT_SEND && !ev[k].status &&
+			    ev[k].wr_id == w[ok].wr_id)
+				ok++;
+			else
+				stray++;
+		}
+	}
+	/* Anything posted after the bad write would complete by now. */
+	n = reap(ev, EV_BATCH, 1000);
+	rv_stats(C.rv, &s);
+	check(ok == 2 && !stray && n == 0 &&
+	      s.writes_posted - s0.writes_posted == 2 && s.inflight == 0,
+	      "batch-bad-middle-events",
+	      "%u of 2 SEND events in order, %u stray, %d after; posted %llu inflight %u",
+	      ok, stray, n,
+	      (unsigned long long)(s.writes_posted - s0.writes_posted),
+	      s.inflight);
+	n_clean_ok += ok;
+}
+
 static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 {
 	struct target t;
@@ -1616,6 +1688,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	      (unsigned long long)s0.writes_posted,
 	      (unsigned long long)s.writes_posted);
 
+	batch_bad_middle(&t, src, mr, &seq);
 	clean_after("clean-first", &t, src, mr, &seq);
 	/* Not a key of any MR of the remote PD: another index. */
 	bad_write("bad-rkey", &t, src, mr, t.iova, t.rkey ^ 0xffffff00, &seq);

@@ -8,7 +8,9 @@
 #                   16 MiB / 8 MiB + 1 / 8 MiB writes (split by size
 #                   where rxe's largest message is 8 MiB, 6.1; 6.12's
 #                   takes 2 GiB: split-by-size is a SKIP there), 2
-#                   processes per node; error completions (bad
+#                   processes per node, then 4 processes per node
+#                   posting batches through one connection at once;
+#                   a batch whose middle write is bad; error completions (bad
 #                   rkey, remote range outside the MR, remote MR munmapped
 #                   mid-stream) next to an unaffected job; ring overflow,
 #                   poll() wake-up, writes to a slot nobody holds; EAGAIN
@@ -73,6 +75,7 @@ pair() {
 	# addresses are kernel addresses: no IOMMU merges them).
 	phase stream-sge 200 -m stream -k wsg -P 2 -b $((2 << 20)) -M 20 \
 		-B 4194304,1048577 -S
+	stream_p4
 	phase errors 200 -m errors -k we -P 2 -b $((2 << 20)) -M 18
 	phase ring 120 -m ring -k wr -P 3
 	# EAGAIN: a budget far below the default.  rv refuses values below
@@ -91,6 +94,20 @@ pair() {
 	phase eagain 200 -m eagain -k wg -P 1 -c 1 -F 16384 -C 1024
 	barrier before-restore || true
 	tap_run reload-default rv_reload
+}
+
+# 4 processes of one job per node post POST_WRITES batches at once through
+# the same connection (rv posts without a job-wide lock and chains each
+# batch's work requests): every write ends exactly once, with its own
+# wr_id, and the data is verified.  8 busy processes on 2 emulated CPUs:
+# the longer ack_timeout of a2a, for the same reason.
+stream_p4() {
+	barrier before-reload-p4 || true
+	tap_run reload-ack-timeout-p4 rv_reload "$(rv_ack_timeout_busy)"
+	barrier after-reload-p4 || true
+	phase stream-p4 200 -m stream -k ws4 -P 4 -b $((1 << 19)) -M 14
+	barrier before-restore-p4 || true
+	tap_run reload-default-p4 rv_reload
 }
 
 a2a() {
