@@ -1970,31 +1970,12 @@ out:
 /* This process's ring size and overflows (rv's record of its file). */
 static bool rv_ring(uint32_t *entries, uint64_t *overflows, uint64_t *failed)
 {
-	struct rv_dump_proc recs[64];
-	struct rv_dump d = {
-		.size = sizeof(d), .kind = RV_DUMP_PROCS,
-		.buf = (uintptr_t)recs, .buf_len = sizeof(recs),
-	};
-	int fd = open("/dev/rv", O_RDONLY | O_CLOEXEC);
-	bool found = false;
-	uint32_t i;
+	struct rv_dump_proc sum;
+	bool found = rv_self_record(&sum);
 
-	if (fd < 0)
-		return false;
-	if (!ioctl(fd, RV_IOCTL_DUMP, &d) && d.record_size >= sizeof(recs[0])) {
-		for (i = 0; i < d.count; i++) {
-			struct rv_dump_proc *r = (void *)((char *)recs +
-							  i * d.record_size);
-
-			if (r->pid == (uint32_t)getpid()) {
-				*entries = r->ring_entries;
-				*overflows = r->ring_overflows;
-				*failed = r->writes_failed;
-				found = true;
-			}
-		}
-	}
-	close(fd);
+	*entries = sum.ring_entries;
+	*overflows = sum.ring_overflows;
+	*failed = sum.writes_failed;
 	return found;
 }
 

@@ -372,8 +372,11 @@ static int send_wait(const void *buf, size_t len, uint64_t tag)
 	return ret == 1 ? 0 : ret == 0 ? -err.err : ret;
 }
 
-/* rv's counters of this process (the provider's attached file). */
-static bool rv_counters(uint64_t *writes, uint64_t *recvs)
+/*
+ * rv's records of this process's files (DUMP), summed in @sum
+ * (ring_entries: the last one's); false if there is none.
+ */
+static bool rv_self_record(struct rv_dump_proc *sum)
 {
 	struct rv_dump_proc recs[64];
 	struct rv_dump d = {
@@ -384,22 +387,36 @@ static bool rv_counters(uint64_t *writes, uint64_t *recvs)
 	uint32_t i;
 	bool found = false;
 
+	memset(sum, 0, sizeof(*sum));
 	if (fd < 0)
 		return false;
 	if (!ioctl(fd, RV_IOCTL_DUMP, &d) && d.record_size >= sizeof(recs[0])) {
-		*writes = *recvs = 0;
 		for (i = 0; i < d.count; i++) {
 			struct rv_dump_proc *r = (void *)((char *)recs +
 							  i * d.record_size);
 
-			if (r->pid == (uint32_t)getpid()) {
-				*writes += r->writes_posted;
-				*recvs += r->recvs;
-				found = true;
-			}
+			if (r->pid != (uint32_t)getpid())
+				continue;
+			sum->writes_posted += r->writes_posted;
+			sum->writes_failed += r->writes_failed;
+			sum->recvs += r->recvs;
+			sum->ring_overflows += r->ring_overflows;
+			sum->ring_entries = r->ring_entries;
+			found = true;
 		}
 	}
 	close(fd);
+	return found;
+}
+
+/* rv's counters of this process (the provider's attached file). */
+static bool rv_counters(uint64_t *writes, uint64_t *recvs)
+{
+	struct rv_dump_proc sum;
+	bool found = rv_self_record(&sum);
+
+	*writes = sum.writes_posted;
+	*recvs = sum.recvs;
 	return found;
 }
 

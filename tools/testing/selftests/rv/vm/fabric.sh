@@ -57,16 +57,25 @@ else
 fi
 
 # ---- rv_fi_test ---------------------------------------------------------------
-# Its TAP results become ours, named fitest-<name>; its diagnostics pass.
-if [[ -x $FT ]]; then
-	barrier start-fitest || true
+# fitest EXIT_CHECK [ENV=VALUE...] -- ARGS...: one rv_fi_test run between
+# the two nodes (node 0 the server); its TAP results become ours, named
+# fitest-<name>, its diagnostics pass; sets $out, $rc and $n (results).
+fitest() {
+	local check=$1 env=() line
+	shift
+	while [[ $1 != -- ]]; do
+		env+=("$1")
+		shift
+	done
+	shift
+	barrier "start-$check" || true
 	if [[ $RV_NODE -eq 0 ]]; then
-		args=(-s)
+		args=(-s "$@")
 	else
-		args=(-c "$server_ip")
+		args=(-c "$server_ip" "$@")
 	fi
 	rc=0
-	out=$(FI_LOG_LEVEL=warn timeout 900 "$FT" "${args[@]}" 2>&1) || rc=$?
+	out=$(env FI_LOG_LEVEL=warn "${env[@]}" timeout 900 "$FT" "${args[@]}" 2>&1) || rc=$?
 	n=0
 	while IFS= read -r line; do
 		case $line in
@@ -83,6 +92,10 @@ if [[ -x $FT ]]; then
 			;;
 		esac
 	done <<<"$out"
+}
+
+if [[ -x $FT ]]; then
+	fitest fitest --
 	if [[ $rc -eq 0 && $n -ge 15 ]]; then
 		tap_ok "fitest-exit"
 	else
@@ -103,35 +116,10 @@ else
 	tap_fail fitest "$FT not built (make -C lib/librv-fi)"
 fi
 
-# ---- fi_pingpong ----------------------------------------------------------------
-# pingpong NAME ARGS...: one server/client run; the server on node 0.
 # The rendezvous bounded by the rv event ring: a 64-entry ring, 160 large
 # messages each way at once (rv_fi_test -R, its own port).
 if [[ -x $FT ]]; then
-	barrier start-fitest-ring || true
-	if [[ $RV_NODE -eq 0 ]]; then
-		args=(-s -p 18572 -R)
-	else
-		args=(-c "$server_ip" -p 18572 -R)
-	fi
-	rc=0
-	out=$(FI_RV_RING_ENTRIES=64 FI_LOG_LEVEL=warn timeout 600 "$FT" "${args[@]}" 2>&1) || rc=$?
-	n=0
-	while IFS= read -r line; do
-		case $line in
-		"ok "*)
-			tap_ok "fitest-$(cut -d' ' -f3- <<<"$line")"
-			n=$((n + 1))
-			;;
-		"not ok "*)
-			tap_fail "fitest-$(cut -d' ' -f4- <<<"$line")"
-			n=$((n + 1))
-			;;
-		"#"* | "Bail out!"*)
-			echo "# ${line###}"
-			;;
-		esac
-	done <<<"$out"
+	fitest fitest-ring FI_RV_RING_ENTRIES=64 -- -p 18572 -R
 	if [[ $rc -eq 0 && $n -eq 2 ]]; then
 		tap_ok "fitest-ring-exit"
 	else
@@ -139,6 +127,8 @@ if [[ -x $FT ]]; then
 	fi
 fi
 
+# ---- fi_pingpong ----------------------------------------------------------------
+# pingpong NAME ARGS...: one server/client run; the server on node 0.
 pingpong() {
 	local name=$1 out rc=0
 	shift
