@@ -450,6 +450,31 @@ int rv_write_qp_alloc(struct rv_conn_qp *qp);
 void rv_write_qp_free(struct rv_conn_qp *qp);
 void rv_write_conn_publish(struct rv_conn *conn);
 u32 rv_write_conn_inflight(struct rv_conn *conn);
+
+/*
+ * CONN_QUERY and DUMP report the same data path counters in two uAPI
+ * records whose fields share their names: one list keeps them in step.
+ */
+#define rv_conn_read_counters(dst, conn)				\
+do {									\
+	typeof(dst) __d = (dst);					\
+	struct rv_conn *__c = (conn);					\
+	struct rv_io_stats __s;						\
+									\
+	rv_stats_sum(__c->stats, &__s);					\
+	__d->writes_posted = __s.writes_posted;				\
+	__d->bytes_posted = __s.bytes_posted;				\
+	__d->writes_completed = __s.writes_completed;			\
+	__d->writes_failed = __s.writes_failed;				\
+	__d->recvs = __s.recvs;						\
+	__d->bytes_received = __s.bytes_received;			\
+	__d->drops_no_slot = atomic64_read(&__c->drops_no_slot);	\
+	__d->drops_ring_full = atomic64_read(&__c->drops_ring_full);	\
+	__d->recv_errors = atomic64_read(&__c->recv_errors);		\
+	__d->heartbeats = atomic64_read(&__c->heartbeats);		\
+	__d->qp_errors = atomic64_read(&__c->qp_errors);		\
+	__d->inflight = rv_write_conn_inflight(__c);			\
+} while (0)
 void rv_write_ibqp_init(struct rv_ibqp *iq);
 void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_probe(struct rv_conn_qp *qp);

@@ -195,27 +195,6 @@ out_unlock_conn:
 	return ret;
 }
 
-static void rv_conn_read_stats(struct rv_conn *conn,
-			       struct rv_conn_query *cmd)
-{
-	struct rv_io_stats s;
-
-	rv_stats_sum(conn->stats, &s);
-	cmd->writes_posted = s.writes_posted;
-	cmd->bytes_posted = s.bytes_posted;
-	cmd->writes_completed = s.writes_completed;
-	cmd->writes_failed = s.writes_failed;
-	cmd->recvs = s.recvs;
-	cmd->bytes_received = s.bytes_received;
-	cmd->drops_no_slot = atomic64_read(&conn->drops_no_slot);
-	cmd->drops_ring_full = atomic64_read(&conn->drops_ring_full);
-	cmd->recv_errors = atomic64_read(&conn->recv_errors);
-	cmd->inflight = rv_write_conn_inflight(conn);
-	cmd->max_segment = conn->max_segment;
-	cmd->heartbeats = atomic64_read(&conn->heartbeats);
-	cmd->qp_errors = atomic64_read(&conn->qp_errors);
-}
-
 int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg)
 {
@@ -261,7 +240,8 @@ int rv_cmd_conn_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->rejects = conn->rejects;
 	cmd->attempts = conn->attempts;
 	mutex_unlock(&conn->lock);
-	rv_conn_read_stats(conn, cmd);
+	cmd->max_segment = conn->max_segment;
+	rv_conn_read_counters(cmd, conn);
 	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 
 out_put:

@@ -189,7 +189,6 @@ static void rv_dump_conn(struct rv_dump_buf *b, struct rv_conn *conn)
 {
 	struct rv_dump_conn *r = rv_dump_next(b);
 	unsigned long now = jiffies;
-	struct rv_io_stats s;
 	u32 i;
 
 	if (!r)
@@ -221,19 +220,7 @@ static void rv_dump_conn(struct rv_dump_buf *b, struct rv_conn *conn)
 	}
 	mutex_unlock(&conn->lock);
 
-	r->inflight = rv_write_conn_inflight(conn);
-	rv_stats_sum(conn->stats, &s);
-	r->writes_posted = s.writes_posted;
-	r->bytes_posted = s.bytes_posted;
-	r->writes_completed = s.writes_completed;
-	r->writes_failed = s.writes_failed;
-	r->recvs = s.recvs;
-	r->bytes_received = s.bytes_received;
-	r->drops_no_slot = atomic64_read(&conn->drops_no_slot);
-	r->drops_ring_full = atomic64_read(&conn->drops_ring_full);
-	r->recv_errors = atomic64_read(&conn->recv_errors);
-	r->heartbeats = atomic64_read(&conn->heartbeats);
-	r->qp_errors = atomic64_read(&conn->qp_errors);
+	rv_conn_read_counters(r, conn);
 }
 
 static void rv_dump_conns(struct rv_dump_buf *b)
