@@ -26,8 +26,10 @@
 # the job's processes share (the connection's mutex, the node-wide and
 # device-wide rv mutexes, the job's registration QP lock) is acquired per
 # write or per call: each must show at most writes / $LOCKSTAT_RATIO
-# acquisitions in the window (heartbeats and teardown take some, a number
-# that does not grow with the writes).  Lock statistics count per class,
+# acquisitions in the window (setup and teardown take a few, a number that
+# does not grow with the writes).  Heartbeats take the connection's lock
+# once per heartbeat_ms, however long the window: "make lockstat-write"
+# loads rv with them off (heartbeat_ms=4294967295), the report says which.  Lock statistics count per class,
 # not per instance, so per-file locks (rv_file.lock, the MR cache's, the
 # ring's) count every process's acquisitions in one line; their
 # contentions tell whether processes met on them.  As a control that the
@@ -133,7 +135,7 @@ guest_sender() {
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 	lockstat_rows "$RV_OUT/lock_stat" >"$RV_OUT/lock_rows"
 
-	echo "lockstat-write: $P rv_bench bw senders of one job on node0 (options: $ARGS), 4 KiB writes in rv_post_writes batches to node1, $(uname -r)"
+	echo "lockstat-write: $P rv_bench bw senders of one job on node0 (options: $ARGS), 4 KiB writes in rv_post_writes batches to node1, $(uname -r), rv heartbeat_ms $(cat /sys/module/rv/parameters/heartbeat_ms)"
 	echo "window: $secs s, writes posted $writes, POST_WRITES calls $calls ($(awk -v w="$writes" -v c="$calls" 'BEGIN { printf "%.1f", c ? w / c : 0 }') writes per call)"
 	printf "%-26s %12s %9s %11s %11s %13s %13s\n" class acquisitions \
 		per-write contentions wait-max-us wait-total-us hold-total-us
