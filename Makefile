@@ -80,7 +80,7 @@ KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel fabtests \
 	debug-module $(addprefix lint-kernel-,$(OTHER_KERNELS)) \
 	check-debug install uninstall install-dkms check-man rvstat librv-fi \
-	bench-write
+	bench-write lockstat-write
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
 all: module librv selftests examples rvstat librv-fi
@@ -198,6 +198,23 @@ BENCH_ARGS ?=
 bench-write: all
 	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
 	$(SELFTESTS)/vm/bench-write.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
+
+# Lock statistics of the post path (README, "Lock statistics"): two VMs of
+# the debug kernel (CONFIG_LOCK_STAT) booted as check-debug boots them, P
+# senders of one job; fails if a lock the job's processes share is taken
+# per write.  LOCKSTAT_* variables pass through the environment.
+# Heartbeats off: each takes the connection's lock once per heartbeat_ms
+# whatever the writes, which would count the window's length, not the
+# post path (the first run, with them: 70 acquisitions in 154 s).
+lockstat-write: debug-module librv selftests
+	@set -euo pipefail; \
+	dk=$$($(DEBUG_KERNEL_SH) -q); \
+	$(SELFTESTS)/vm/lockstat-write.sh --kernel $$dk/bzImage \
+		--modules $$dk/modroot/lib/modules/$$(cat $$dk/release) \
+		--rv-ko $(DEBUG_RV_DIR)/rv.ko --mem $(RV_DEBUG_VM_MEM) \
+		--rv-args "$(RV_DEBUG_RV_ARGS) heartbeat_ms=4294967295" \
+		--append "$(RV_DEBUG_APPEND)" \
+		--time-scale $(RV_DEBUG_TIME_SCALE)
 
 # ---- Installation ----------------------------------------------------------
 # "make install" puts the module where modprobe finds it before an in-kernel

@@ -1092,7 +1092,8 @@ struct rv_dump_job {
 /**
  * struct rv_dump_qp - one QP of a connection
  * @state: 0 idle, 1 connecting, 2 retrying, 3 connected, 4 failed
- * @send_free: send queue entries free for writes
+ * @send_free: the current QP's send queue entries free for writes, 0 if
+ *	none
  * @idle_ms: milliseconds since its last completion (heartbeat age)
  * @qp_num: the current QP's number, 0 if none
  */

@@ -67,11 +67,12 @@
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its
  * behalf than its cgroup allows: objects a command creates for its
- * caller use GFP_KERNEL_ACCOUNT (also the ring's vmalloc area), xarrays
- * that grow with them XA_FLAGS_ACCOUNT, and the write contexts' cache
- * SLAB_ACCOUNT.  Module-wide and per-device objects are not charged,
- * nor is anything allocated in completion or rdma_cm handler context
- * (a kworker's charge goes to the root cgroup).
+ * caller use GFP_KERNEL_ACCOUNT (also the ring's vmalloc area) and
+ * xarrays that grow with them XA_FLAGS_ACCOUNT.  Module-wide and
+ * per-device objects are not charged, nor is anything allocated in
+ * completion or rdma_cm handler context (a kworker's charge goes to the
+ * root cgroup): a connection's QPs, CQs and their write contexts, which
+ * the per-uid connection cap bounds instead.
  */
 #ifndef RV_H
 #define RV_H

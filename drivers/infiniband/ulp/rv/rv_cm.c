@@ -80,9 +80,10 @@ void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
 }
 
 /*
- * Destroy @id's QP, then its CQ, then end the writes no completion ended.
- * Without a drain only for a QP that never connected (nothing but
- * flushes can complete).
+ * Destroy @id's QP, then its CQ, then end the writes no completion ended,
+ * and only then free the write contexts: nothing can complete on them
+ * any more.  Without a drain only for a QP that never connected (nothing
+ * but flushes can complete).
  */
 static void rv_cm_free_qp(struct rdma_cm_id *id)
 {
@@ -91,6 +92,7 @@ static void rv_cm_free_qp(struct rdma_cm_id *id)
 	rdma_destroy_qp(id);
 	ib_free_cq(iq->cq);
 	rv_write_qp_flush(iq);
+	rv_write_ibqp_free(iq);
 	kfree(iq);
 }
 
@@ -153,9 +155,12 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
 }
 
 /*
- * Create the QP of @id, with its own CQ, in the job's PD and post its
- * receives.  Caller holds conn->lock with conn->dead false: the PD and
- * the device are alive.
+ * Create the QP of @id, with its own CQ and write contexts, in the job's
+ * PD and post its receives.  Caller holds conn->lock with conn->dead
+ * false: the PD and the device are alive.  Called in rdma_cm's handlers
+ * or rv_cm_wq's work, so what it allocates is charged to no user's
+ * cgroup, like the device's QP and CQ memory: the per-uid connection
+ * cap bounds all of it.
  */
 static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 {
@@ -181,7 +186,9 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		return -ENOMEM;
 	iq->slot = qp;
 	iq->repost = true;
-	rv_write_ibqp_init(iq);
+	ret = rv_write_ibqp_init(iq);
+	if (ret)
+		goto out_free_iq;
 	/*
 	 * Completions in softirq, right after the device's interrupt (no
 	 * kworker between a completion and its event), on a vector of the
@@ -197,7 +204,7 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 			     IB_POLL_SOFTIRQ);
 	if (IS_ERR(iq->cq)) {
 		ret = PTR_ERR(iq->cq);
-		goto out_free_iq;
+		goto out_free_write;
 	}
 	attr.send_cq = iq->cq;
 	attr.recv_cq = iq->cq;
@@ -216,6 +223,8 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 
 out_free_cq:
 	ib_free_cq(iq->cq);
+out_free_write:
+	rv_write_ibqp_free(iq);
 out_free_iq:
 	kfree(iq);
 	return ret;

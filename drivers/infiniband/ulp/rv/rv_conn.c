@@ -163,17 +163,9 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 		qp->conn = conn;
 		qp->index = i;
 		rv_cm_qp_init(qp);
-		ret = rv_write_qp_alloc(qp);
-		if (ret)
-			goto out_free_qps;
 	}
 	return conn;
 
-out_free_qps:
-	while (i--)
-		rv_write_qp_free(&conn->qps[i]);
-	mutex_destroy(&conn->lock);
-	free_percpu(conn->stats);
 out_free_id:
 	ida_free(&rv_conn_ida, conn->id);
 out_free:
@@ -183,10 +175,6 @@ out_free:
 
 static void rv_conn_free(struct rv_conn *conn)
 {
-	u32 i;
-
-	for (i = 0; i < conn->num_conn; i++)
-		rv_write_qp_free(&conn->qps[i]);
 	free_percpu(conn->stats);
 	mutex_destroy(&conn->lock);
 	ida_free(&rv_conn_ida, conn->id);

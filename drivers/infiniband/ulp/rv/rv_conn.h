@@ -146,9 +146,19 @@ struct rv_drain {
  *	last n of them post n receives with one call
  * @sdrain: send queue marker of its drain
  * @rdrain: receive queue marker of its drain
+ * @sq_free: entries of @ibqp's send queue not used by writes in flight
+ *	(credits); under @slot->sq_lock
+ * @ctx_free: the free write contexts of @ctxs (rv_write.c); under
+ *	@slot->sq_lock
+ * @ctxs: @slot->conn->depth write contexts, one per credit: never short
+ * @chain: RV_POST_CHAIN work requests a post chains (rv_write.c); used
+ *	under @slot->sq_lock
+ * @chain_sge: their SGEs, @slot->conn->max_sge each
  *
  * Created with the QP (rv_cm_create_qp()), freed with it
- * (rv_cm_destroy_qp()).
+ * (rv_cm_destroy_qp()), write contexts included: a connection that never
+ * connects holds none, and no context outlives the QP and CQ whose
+ * completions point at it.
  */
 struct rv_ibqp {
 	struct rv_conn_qp *slot;
@@ -159,6 +169,11 @@ struct rv_ibqp {
 	struct ib_recv_wr recv_wrs[RV_RECV_BATCH];
 	struct rv_drain sdrain;
 	struct rv_drain rdrain;
+	u32 sq_free;
+	struct list_head ctx_free;
+	struct rv_write_ctx *ctxs;
+	struct ib_rdma_wr *chain;
+	struct ib_sge *chain_sge;
 };
 
 /**
@@ -175,20 +190,15 @@ struct rv_ibqp {
  * @reason: RV_CONN_REASON_* of the last failure, protected by @conn->lock
  * @attempt_start: client: jiffies when the current attempt began;
  *	protected by @conn->lock
- * @sq_lock: protects @sq_free, @inflight, @nr_inflight, @ctx_free,
- *	@post_iq, @post_gen, @chain, @chain_sge and the heartbeat's fields,
- *	and serialises the posts of writes on the slot; taken by posters
- *	without @conn->lock, by rv_write_conn_publish() under it, and by
- *	send completions in softirq: everyone else takes it with
- *	spin_lock_bh()
- * @sq_free: send queue entries not used by writes in flight (credits)
+ * @sq_lock: protects @inflight, @nr_inflight, @post_iq, @post_gen, the
+ *	heartbeat's fields and, of each of the slot's QPs (struct rv_ibqp),
+ *	the credits, free contexts and chain buffers, and serialises the
+ *	posts of writes on the slot; taken by posters without @conn->lock,
+ *	by rv_write_conn_publish() under it, and by send completions in
+ *	softirq: everyone else takes it with spin_lock_bh()
  * @inflight: struct rv_write_ctx of the writes in flight on the slot,
  *	whichever of its QPs (struct rv_ibqp) they were posted on
  * @nr_inflight: how many; read without the lock for CONN_QUERY and DUMP
- * @ctx_free: the slot's free write contexts (rv_write.c)
- * @ctxs: @conn->depth write contexts, one per credit: never short
- * @chain: RV_POST_CHAIN work requests a post chains (rv_write.c)
- * @chain_sge: their SGEs, @conn->max_sge each
  * @post_iq: the QP writes are posted on, NULL while the connection is
  *	not CONNECTED: set by rv_write_conn_publish() under @conn->lock,
  *	cleared before its QP is parked or destroyed
@@ -227,13 +237,8 @@ struct rv_conn_qp {
 	u32 reason;
 	unsigned long attempt_start;
 	spinlock_t sq_lock; /* see above */
-	u32 sq_free;
 	struct list_head inflight;
 	u32 nr_inflight;
-	struct list_head ctx_free;
-	struct rv_write_ctx *ctxs;
-	struct ib_rdma_wr *chain;
-	struct ib_sge *chain_sge;
 	struct rv_ibqp *post_iq;
 	u32 post_gen;
 	struct ib_cqe hb_cqe;
@@ -446,8 +451,6 @@ enum rv_recv_result {
 void rv_write_file_init(struct rv_file *rf);
 void rv_write_file_quiesce(struct rv_file *rf);
 void rv_write_qp_init(struct rv_conn_qp *qp);
-int rv_write_qp_alloc(struct rv_conn_qp *qp);
-void rv_write_qp_free(struct rv_conn_qp *qp);
 void rv_write_conn_publish(struct rv_conn *conn);
 u32 rv_write_conn_inflight(struct rv_conn *conn);
 
@@ -475,7 +478,9 @@ do {									\
 	__d->qp_errors = atomic64_read(&__c->qp_errors);		\
 	__d->inflight = rv_write_conn_inflight(__c);			\
 } while (0)
-void rv_write_ibqp_init(struct rv_ibqp *iq);
+
+int rv_write_ibqp_init(struct rv_ibqp *iq);
+void rv_write_ibqp_free(struct rv_ibqp *iq);
 void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_probe(struct rv_conn_qp *qp);
 bool rv_write_qp_drain(struct rv_ibqp *iq);

@@ -212,11 +212,15 @@ static void rv_dump_conn(struct rv_dump_buf *b, struct rv_conn *conn)
 		r->qp[i].state = qp->state;
 		r->qp[i].idle_ms =
 			jiffies_to_msecs(now - READ_ONCE(qp->last_activity));
-		if (qp->cm_id && qp->cm_id->qp)
+		/* Under conn->lock the current QP is not destroyed. */
+		if (qp->cm_id && qp->cm_id->qp) {
+			struct rv_ibqp *iq = qp->cm_id->qp->qp_context;
+
 			r->qp[i].qp_num = qp->cm_id->qp->qp_num;
-		spin_lock_bh(&qp->sq_lock);
-		r->qp[i].send_free = qp->sq_free;
-		spin_unlock_bh(&qp->sq_lock);
+			spin_lock_bh(&qp->sq_lock);
+			r->qp[i].send_free = iq->sq_free;
+			spin_unlock_bh(&qp->sq_lock);
+		}
 	}
 	mutex_unlock(&conn->lock);
 

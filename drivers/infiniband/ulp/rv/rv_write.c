@@ -6,11 +6,14 @@
  * names.
  *
  * A write is a struct rv_write_ctx from POST_WRITE until its last
- * segment completes.  The contexts are preallocated with their QP slot,
- * one per send queue credit (a write holds at least one), so posting
- * never allocates.  A write is on its slot's @inflight list meanwhile,
- * holds one send queue credit per segment and an io reference on its
- * registration, and counts in its file's and slot's in-flight figures.
+ * segment completes.  The contexts are preallocated with each QP (struct
+ * rv_ibqp, when rv_cm_create_qp() creates it), one per credit of its send
+ * queue (a write holds at least one), so posting never allocates and a
+ * connection that never connects holds none; they are freed with the QP,
+ * after its CQ, when no completion can reach them.  A write is on its
+ * slot's @inflight list meanwhile, holds one credit of its QP per segment
+ * and an io reference on its registration, and counts in its file's and
+ * slot's in-flight figures.
  *
  * Posting takes no lock of the connection (its mutex is shared by every
  * process of the job writing to that node): only the chosen QP slot's
@@ -88,12 +91,12 @@
  * @cqe: completion entry of its last (signaled) segment
  * @seg_cqe: completion entry of its other segments: they report only
  *	errors
- * @list: on @qp->inflight while in flight, on @qp->ctx_free otherwise;
+ * @list: on @qp->inflight while in flight, on @iq->ctx_free otherwise;
  *	under @qp->sq_lock
  * @rf: the posting file (waits for us at close)
  * @mr: the registration's entry with our io reference; NULL for 0 bytes
- * @qp: the QP slot the segments were posted on (owns this context)
- * @iq: the QP of that slot they were posted on
+ * @qp: the QP slot of @iq
+ * @iq: the QP that owns this context, on which its segments are posted
  * @wr_id: the caller's
  * @status: first error status, 0 while none (cmpxchg)
  * @bytes: the write's length
@@ -121,6 +124,7 @@ struct rv_write_ctx {
 static void rv_write_finish(struct rv_write_ctx *ctx)
 {
 	struct rv_conn_qp *qp = ctx->qp;
+	struct rv_ibqp *iq = ctx->iq;
 	struct rv_conn *conn = qp->conn;
 	struct rv_file *rf = ctx->rf;
 	struct rv_mr_entry *mr = ctx->mr;
@@ -147,10 +151,13 @@ static void rv_write_finish(struct rv_write_ctx *ctx)
 		this_cpu_add(conn->stats->writes_completed, 1);
 	}
 
-	/* The context is the next poster's once back on the free list. */
+	/*
+	 * The context is the next poster's once back on the free list, and
+	 * @iq's to free: neither is touched after the unlock.
+	 */
 	spin_lock_bh(&qp->sq_lock);
-	list_move(&ctx->list, &qp->ctx_free);
-	qp->sq_free += ctx->segs;
+	list_move(&ctx->list, &iq->ctx_free);
+	iq->sq_free += ctx->segs;
 	qp->nr_inflight--;
 	spin_unlock_bh(&qp->sq_lock);
 
@@ -420,16 +427,47 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 {
 	qp->recv_cqe.done = rv_write_recv_done;
 	spin_lock_init(&qp->sq_lock);
-	qp->sq_free = qp->conn->depth;
 	INIT_LIST_HEAD(&qp->inflight);
-	INIT_LIST_HEAD(&qp->ctx_free);
 	qp->hb_cqe.done = rv_write_hb_done;
 	qp->last_activity = jiffies;
 }
 
-void rv_write_ibqp_init(struct rv_ibqp *iq)
+/*
+ * Set up a new QP's receive work requests and drain markers, and allocate
+ * its write contexts, one per credit of its send queue (every write in
+ * flight holds one), and the RV_POST_CHAIN work requests and SGEs its
+ * posts chain, used under @iq->slot->sq_lock.  At QP creation, not with
+ * the connection: a connection that never connects costs none of it.  On
+ * error nothing is left allocated.
+ */
+int rv_write_ibqp_init(struct rv_ibqp *iq)
 {
+	struct rv_conn *conn = iq->slot->conn;
 	u32 i;
+
+	iq->ctxs = kvcalloc(conn->depth, sizeof(*iq->ctxs),
+			    GFP_KERNEL_ACCOUNT);
+	if (!iq->ctxs)
+		goto out;
+	iq->chain = kcalloc(RV_POST_CHAIN, sizeof(*iq->chain),
+			    GFP_KERNEL_ACCOUNT);
+	if (!iq->chain)
+		goto out_free_ctxs;
+	iq->chain_sge = kcalloc(RV_POST_CHAIN * conn->max_sge,
+				sizeof(*iq->chain_sge), GFP_KERNEL_ACCOUNT);
+	if (!iq->chain_sge)
+		goto out_free_chain;
+	iq->sq_free = conn->depth;
+	INIT_LIST_HEAD(&iq->ctx_free);
+	for (i = 0; i < conn->depth; i++) {
+		struct rv_write_ctx *ctx = &iq->ctxs[i];
+
+		ctx->cqe.done = rv_write_done;
+		ctx->seg_cqe.done = rv_write_seg_done;
+		ctx->qp = iq->slot;
+		ctx->iq = iq;
+		list_add_tail(&ctx->list, &iq->ctx_free);
+	}
 
 	/* No SGE: a write with immediate consumes a receive, no buffer. */
 	for (i = 0; i < RV_RECV_BATCH; i++) {
@@ -441,6 +479,27 @@ void rv_write_ibqp_init(struct rv_ibqp *iq)
 	iq->rdrain.cqe.done = rv_drain_done;
 	init_completion(&iq->sdrain.done);
 	init_completion(&iq->rdrain.done);
+	return 0;
+
+out_free_chain:
+	kfree(iq->chain);
+out_free_ctxs:
+	kvfree(iq->ctxs);
+out:
+	return -ENOMEM;
+}
+
+/*
+ * Free what rv_write_ibqp_init() allocated.  Only once @iq's QP and CQ
+ * are destroyed and rv_write_qp_flush() ended the writes no completion
+ * ended (or the QP never took one): every context is free again.
+ */
+void rv_write_ibqp_free(struct rv_ibqp *iq)
+{
+	WARN_ON_ONCE(iq->sq_free != iq->slot->conn->depth);
+	kfree(iq->chain_sge);
+	kfree(iq->chain);
+	kvfree(iq->ctxs);
 }
 
 static bool rv_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
@@ -533,56 +592,6 @@ bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf)
 	}
 	spin_unlock_bh(&qp->sq_lock);
 	return busy;
-}
-
-/*
- * Contexts and chain buffers of a QP slot, allocated with its connection:
- * one context per send queue credit (every write in flight holds one),
- * RV_POST_CHAIN work requests and their SGEs, used under @sq_lock.
- */
-int rv_write_qp_alloc(struct rv_conn_qp *qp)
-{
-	struct rv_conn *conn = qp->conn;
-	u32 i;
-
-	qp->ctxs = kvcalloc(conn->depth, sizeof(*qp->ctxs),
-			    GFP_KERNEL_ACCOUNT);
-	if (!qp->ctxs)
-		goto out;
-	qp->chain = kcalloc(RV_POST_CHAIN, sizeof(*qp->chain),
-			    GFP_KERNEL_ACCOUNT);
-	if (!qp->chain)
-		goto out_free_ctxs;
-	qp->chain_sge = kcalloc(RV_POST_CHAIN * conn->max_sge,
-				sizeof(*qp->chain_sge), GFP_KERNEL_ACCOUNT);
-	if (!qp->chain_sge)
-		goto out_free_chain;
-	for (i = 0; i < conn->depth; i++) {
-		struct rv_write_ctx *ctx = &qp->ctxs[i];
-
-		ctx->cqe.done = rv_write_done;
-		ctx->seg_cqe.done = rv_write_seg_done;
-		ctx->qp = qp;
-		list_add_tail(&ctx->list, &qp->ctx_free);
-	}
-	return 0;
-
-out_free_chain:
-	kfree(qp->chain);
-	qp->chain = NULL;
-out_free_ctxs:
-	kvfree(qp->ctxs);
-	qp->ctxs = NULL;
-out:
-	return -ENOMEM;
-}
-
-/* After rv_conn_release_ib(), or when the connection never got one. */
-void rv_write_qp_free(struct rv_conn_qp *qp)
-{
-	kfree(qp->chain_sge);
-	kfree(qp->chain);
-	kvfree(qp->ctxs);
 }
 
 /*
@@ -692,37 +701,38 @@ static struct rv_write_ctx *rv_write_wr_ctx(const struct ib_send_wr *wr)
 /* A write none of whose segments the device took: as if never posted. */
 static void rv_write_unreserve(struct rv_conn_qp *q, struct rv_write_ctx *ctx)
 {
-	list_move(&ctx->list, &q->ctx_free);
-	q->sq_free += ctx->segs;
+	list_move(&ctx->list, &ctx->iq->ctx_free);
+	ctx->iq->sq_free += ctx->segs;
 	q->nr_inflight--;
 	atomic_dec(&ctx->rf->inflight);
 }
 
 /*
- * Post the @n work requests built in @q->chain, @q->sq_lock held.  If the
- * device refuses some (see the top comment), returns its errno and in
- * *@unposted how many of the chain's writes were handed back unposted
- * (the last ones reserved).
+ * Post the @n work requests built in @q->post_iq->chain, @q->sq_lock
+ * held.  If the device refuses some (see the top comment), returns its
+ * errno and in *@unposted how many of the chain's writes were handed back
+ * unposted (the last ones reserved).
  */
 static int rv_write_chain_post(struct rv_conn_qp *q, u32 n, u32 *unposted)
 {
+	struct ib_rdma_wr *chain = q->post_iq->chain;
 	const struct ib_send_wr *bad = NULL;
 	struct rv_write_ctx *ctx, *last = NULL;
 	u32 k;
 	int ret;
 
-	q->chain[n - 1].wr.next = NULL;
-	ret = ib_post_send(q->post_iq->ibqp, &q->chain[0].wr, &bad);
+	chain[n - 1].wr.next = NULL;
+	ret = ib_post_send(q->post_iq->ibqp, &chain[0].wr, &bad);
 	if (!ret) {
 		for (k = 0; k < n; k++)
-			rv_write_wr_ctx(&q->chain[k].wr)->posted++;
+			rv_write_wr_ctx(&chain[k].wr)->posted++;
 		return 0;
 	}
-	for (k = 0; k < n && &q->chain[k].wr != bad; k++)
-		rv_write_wr_ctx(&q->chain[k].wr)->posted++;
+	for (k = 0; k < n && &chain[k].wr != bad; k++)
+		rv_write_wr_ctx(&chain[k].wr)->posted++;
 	*unposted = 0;
 	for (; k < n; k++) {
-		ctx = rv_write_wr_ctx(&q->chain[k].wr);
+		ctx = rv_write_wr_ctx(&chain[k].wr);
 		if (ctx == last)
 			continue;
 		last = ctx;
@@ -750,26 +760,26 @@ static u32 rv_write_post_group(struct rv_file *rf, struct rv_conn_qp *q,
 			       int *err)
 {
 	struct rv_conn *conn = q->conn;
+	struct rv_ibqp *iq = q->post_iq;
 	u32 lkey = rf->job->pd->local_dma_lkey, max_sge = conn->max_sge;
 	u32 i, s, n = 0, unposted = 0;
 	struct rv_mr_sge_iter sges;
 	struct rv_write_ctx *ctx;
 	int ret = 0;
 
-	for (i = 0; i < count && q->sq_free >= p[i].segs; i++) {
+	for (i = 0; i < count && iq->sq_free >= p[i].segs; i++) {
 		u64 done = 0;
 
 		/* A credit per write in flight, a context per credit. */
-		ctx = list_first_entry(&q->ctx_free, struct rv_write_ctx,
+		ctx = list_first_entry(&iq->ctx_free, struct rv_write_ctx,
 				       list);
 		list_move_tail(&ctx->list, &q->inflight);
-		q->sq_free -= p[i].segs;
+		iq->sq_free -= p[i].segs;
 		q->nr_inflight++;
 		/* Counted first: a completion may run before we return. */
 		atomic_inc(&rf->inflight);
 		ctx->rf = rf;
 		ctx->mr = p[i].mr;
-		ctx->iq = q->post_iq;
 		ctx->wr_id = w[i].wr_id;
 		ctx->status = 0;
 		ctx->bytes = w[i].length;
@@ -783,10 +793,10 @@ static u32 rv_write_post_group(struct rv_file *rf, struct rv_conn_qp *q,
 					w[i].length);
 
 		for (s = 0; s < ctx->segs; s++) {
-			struct ib_rdma_wr *wr = &q->chain[n];
+			struct ib_rdma_wr *wr = &iq->chain[n];
 			u32 bytes = 0;
 
-			wr->wr.sg_list = &q->chain_sge[n * max_sge];
+			wr->wr.sg_list = &iq->chain_sge[n * max_sge];
 			wr->wr.num_sge = ctx->mr ?
 				rv_mr_sge_next(&sges, wr->wr.sg_list, max_sge,
 					       conn->max_segment, &bytes) : 0;
@@ -803,7 +813,7 @@ static u32 rv_write_post_group(struct rv_file *rf, struct rv_conn_qp *q,
 				wr->wr.wr_cqe = &ctx->seg_cqe;
 			}
 			if (n)
-				q->chain[n - 1].wr.next = &wr->wr;
+				iq->chain[n - 1].wr.next = &wr->wr;
 			done += bytes;
 			if (++n < RV_POST_CHAIN)
 				continue;
@@ -843,7 +853,7 @@ static u32 rv_write_post_run(struct rv_file *rf, const struct rv_write *w,
 		if (READ_ONCE(q->broken))
 			continue;
 		spin_lock_bh(&q->sq_lock);
-		if (!q->post_iq || q->sq_free < p[0].segs) {
+		if (!q->post_iq || q->post_iq->sq_free < p[0].segs) {
 			spin_unlock_bh(&q->sq_lock);
 			continue;
 		}

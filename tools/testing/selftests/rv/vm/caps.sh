@@ -40,7 +40,7 @@ param() {
 
 # MemAvailable plus the free pages parked on the per-CPU lists (their
 # "count" in /proc/zoneinfo, in base pages), which MemFree leaves out:
-# a connection's 32 KiB of write contexts go back there when it is freed.
+# the pages a connection or job frees go back there first.
 mem_avail_kb() {
 	local avail pcp
 	avail=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
