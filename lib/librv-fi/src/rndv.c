@@ -617,6 +617,13 @@ static int reg_recv_buf(struct rvfi_ep *ep, struct rvfi_op *op,
 	uint32_t nr = 1, i;
 	int ret;
 
+	/*
+	 * Room for every key at once once the chunk size is known: a short
+	 * array costs a second ioctl (-EOVERFLOW, then the retry).
+	 */
+	if (ep->rkey_shift)
+		nr = (uint32_t)nr_pieces((uintptr_t)op->buf, op->xfer,
+					 ep->rkey_shift);
 	*keys = NULL;
 	for (;;) {
 		uint64_t t0;
@@ -628,6 +635,10 @@ static int reg_recv_buf(struct rvfi_ep *ep, struct rvfi_op *op,
 		ret = rv_reg_mem_keys(ep->rv, op->buf, op->xfer,
 				      RV_ACCESS_REMOTE_WRITE, &reg, k, nr);
 		rvfi_stat_add(&ep->st.reg_rx, t0);
+		/* The device's key chunk: the same for every registration. */
+		if (reg.rkey_shift >= 12 && reg.rkey_shift < 48 &&
+		    (ret > 0 || ret == -EOVERFLOW))
+			ep->rkey_shift = reg.rkey_shift;
 		if (ret != -EOVERFLOW || reg.nr_rkeys <= nr)
 			break;
 		/* The registration stays cached: the retry is a hit. */

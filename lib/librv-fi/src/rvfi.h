@@ -198,6 +198,8 @@ struct rvfi_env {
 	unsigned int close_delay_ms;
 	/* FI_RV_STATS: time the rendezvous, print at endpoint close */
 	bool stats;
+	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (default) */
+	bool yield;
 };
 
 extern struct rvfi_env rvfi_env;
@@ -598,6 +600,8 @@ struct rvfi_ep {
 	uint32_t ring_entries, num_conn;
 	uint32_t tx_max, tx_used, rx_max, rx_used;
 	bool rv_broken;			/* the ring overflowed: rv not used */
+	/* log2 of rv's key chunk as the last registration told, 0 unknown */
+	unsigned int rkey_shift;
 	bool cts_draining;
 	struct rvfi_list dead;		/* ops failed by the overflow */
 	uint64_t n_ring_waits;		/* writes/CTSs that waited for room */
