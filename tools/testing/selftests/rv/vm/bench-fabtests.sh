@@ -62,6 +62,8 @@ guest() {
 	mkdir -p "$shared"
 	server_ip=$(rv_node_ip 0)
 	export FI_RV_DEVICE=$RV_IBDEV
+	# As bench-mpi.sh: ofi_rxm's CQ for 256 peers exceeds rxe's.
+	export FI_UNIVERSE_SIZE=16
 	echo "load: $(cat /proc/loadavg)"
 	for ((rep = 1; rep <= REPEAT; rep++)); do
 		for size in $SIZES; do
