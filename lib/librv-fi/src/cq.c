@@ -8,6 +8,7 @@
  * domain's progress (FI_PROGRESS_MANUAL).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,13 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count,
 		rvfi_progress(cq->dom);
 	ret = cq_take(cq, buf, count, src);
 	pthread_mutex_unlock(&cq->dom->lock);
+	/*
+	 * Nothing yet: the data is moved by the kernel (rxe's tasks, rv's
+	 * completions, TCP), on this CPU too.  An application spinning on
+	 * fi_cq_read() would take the CPU from that work; yield it.
+	 */
+	if (ret == -FI_EAGAIN && rvfi_env.yield)
+		sched_yield();
 	return ret;
 }
 

@@ -106,6 +106,7 @@ fi_addr_t rvfi_peer_fiaddr(struct rvfi_ep *ep, struct rvfi_peer *p)
 
 void rvfi_op_free(struct rvfi_op *op)
 {
+	uint64_t t0;
 	uint32_t i;
 
 	/* A multi-receive parent waits for its last child. */
@@ -115,10 +116,13 @@ void rvfi_op_free(struct rvfi_op *op)
 		rvfi_multi_put(op);
 	rvfi_op_unreserve(op);
 	/* Closing: rv_close(), outside the domain lock, frees them all. */
+	t0 = rvfi_stat_now();
 	if (op->mr > 0 && !op->ep->closing)
 		rv_dereg_mem(op->ep->rv, op->mr);
 	for (i = 0; i < op->nwmr && !op->ep->closing; i++)
 		rv_dereg_mem(op->ep->rv, op->wmrs[i]);
+	if (op->mr > 0 && !op->ep->closing)
+		rvfi_stat_add(&op->ep->st.dereg, t0);
 	free(op->wmrs);
 	free(op->rkeys);
 	free(op);
@@ -448,6 +452,7 @@ static int ep_close(struct fid *fid)
 		  (unsigned long long)ep->n_rndv_rx,
 		  (unsigned long long)ep->n_hello_refused,
 		  (unsigned long long)ep->n_frames_refused);
+	rvfi_stats_print(ep);
 	ep_teardown(ep);
 	if (ep->av)
 		ep->av->refs--;

@@ -103,6 +103,10 @@ void rvfi_env_init(void)
 	v = getenv("FI_RV_DEVICE");
 	if (v && *v)
 		snprintf(rvfi_env.device, sizeof(rvfi_env.device), "%s", v);
+	v = getenv("FI_RV_YIELD");
+	rvfi_env.yield = !v || !*v || strcmp(v, "0");
+	v = getenv("FI_RV_STATS");
+	rvfi_env.stats = v && *v && strcmp(v, "0");
 	/* Tests only: bounded, a typo cannot hang a close for long. */
 	v = getenv("FI_RV_CLOSE_DELAY_MS");
 	if (v && *v) {

@@ -17,6 +17,7 @@ void rvfi_progress(struct rvfi_domain *dom)
 {
 	struct epoll_event evs[64];
 	struct rvfi_list *pos, *tmp;
+	uint64_t t0 = rvfi_stat_now();
 	int n, i;
 
 	do {
@@ -30,6 +31,8 @@ void rvfi_progress(struct rvfi_domain *dom)
 
 		rvfi_rndv_progress(ep);
 		rvfi_multi_retry(ep);
+		ep->st.progress++;
+		rvfi_stat_add(&ep->st.in_progress, t0);
 	}
 }
 

@@ -51,7 +51,9 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rvfi.h"
 
@@ -64,6 +66,63 @@ uint64_t rvfi_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+/* ---- FI_RV_STATS --------------------------------------------------------- */
+
+/* Microseconds, or 0 (nothing is timed) without FI_RV_STATS. */
+uint64_t rvfi_stat_now(void)
+{
+	struct timespec ts;
+
+	if (!rvfi_env.stats)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
+}
+
+void rvfi_stat_add(struct rvfi_dur *d, uint64_t t0)
+{
+	uint64_t dt;
+
+	if (!rvfi_env.stats || !t0)
+		return;
+	dt = rvfi_stat_now() - t0;
+	d->n++;
+	d->sum += dt;
+	if (dt > d->max)
+		d->max = dt;
+}
+
+static void dur_print(const char *name, const struct rvfi_dur *d)
+{
+	fprintf(stderr, "  %-10s n %llu avg %llu us max %llu us\n", name,
+		(unsigned long long)d->n,
+		(unsigned long long)(d->n ? d->sum / d->n : 0),
+		(unsigned long long)d->max);
+}
+
+void rvfi_stats_print(struct rvfi_ep *ep)
+{
+	const struct rvfi_stats *st = &ep->st;
+
+	if (!rvfi_env.stats)
+		return;
+	fprintf(stderr, "rv stats pid %d slot %d: progress %llu, ring events %llu, rv_post_writes %llu calls %llu writes, ring held tx %u/%u rx %u/%u, waits for ring room %llu\n",
+		(int)getpid(), ep->slot, (unsigned long long)st->progress,
+		(unsigned long long)st->ring_events,
+		(unsigned long long)st->post_calls,
+		(unsigned long long)st->writes, st->tx_used_max, ep->tx_max,
+		st->rx_used_max, ep->rx_max,
+		(unsigned long long)ep->n_ring_waits);
+	dur_print("progress", &st->in_progress);
+	dur_print("reg send", &st->reg_tx);
+	dur_print("reg recv", &st->reg_rx);
+	dur_print("dereg", &st->dereg);
+	dur_print("RTS->CTS", &st->rts_cts);
+	dur_print("CTS->done", &st->cts_done);
+	dur_print("match->CTS", &st->match_cts);
+	dur_print("CTS->data", &st->cts_data);
 }
 
 /* ---- rv connections ------------------------------------------------------ */
@@ -143,9 +202,11 @@ static bool node_usable(struct rvfi_ep *ep, struct rvfi_node *n, bool retry)
 static int reg_window(struct rvfi_ep *ep, struct rvfi_op *op, size_t lo,
 		      size_t hi)
 {
+	uint64_t t0 = rvfi_stat_now();
 	int *w, ret;
 
 	ret = rv_reg_mem(ep->rv, (char *)op->buf + lo, hi - lo, 0, NULL);
+	rvfi_stat_add(&ep->st.reg_tx, t0);
 	if (ret <= 0)
 		return ret ? ret : -EINVAL;
 	if (!op->mr) {
@@ -204,6 +265,7 @@ int rvfi_rndv_send(struct rvfi_ep *ep, struct rvfi_op *op)
 		return ret;
 	}
 	op->state = RVFI_ST_WAIT_CTS;
+	op->t_a = rvfi_stat_now();
 	rvfi_list_add_tail(&p->rndv_sends, &op->link);
 	return 0;
 }
@@ -296,6 +358,7 @@ static int window_for_next(struct rvfi_ep *ep, struct rvfi_op *op)
 /* Every write of @op has completed: done, or the data goes over TCP. */
 static void writes_done(struct rvfi_ep *ep, struct rvfi_op *op)
 {
+	rvfi_stat_add(&ep->st.cts_done, op->t_b);
 	if (!op->write_failed) {
 		rvfi_complete_ok(op);
 		return;
@@ -334,11 +397,15 @@ static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 		}
 		op->posted = save;
 		ret = rv_post_writes(ep->rv, w, nw);
+		ep->st.post_calls++;
 		if (ret > 0) {
 			for (i = 0; i < (unsigned int)ret; i++)
 				op->posted += w[i].length;
 			op->writes += ret;
 			ep->tx_used += ret;
+			ep->st.writes += ret;
+			if (ep->tx_used > ep->st.tx_used_max)
+				ep->st.tx_used_max = ep->tx_used;
 		}
 		if (ret < 0)
 			break;
@@ -405,6 +472,8 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 		return;
 	}
 	rvfi_list_del(&op->link);
+	rvfi_stat_add(&ep->st.rts_cts, op->t_a);
+	op->t_b = rvfi_stat_now();
 	if (!h->len) {
 		/* The receiver takes nothing (zero-length buffer). */
 		rvfi_complete_ok(op);
@@ -548,13 +617,28 @@ static int reg_recv_buf(struct rvfi_ep *ep, struct rvfi_op *op,
 	uint32_t nr = 1, i;
 	int ret;
 
+	/*
+	 * Room for every key at once once the chunk size is known: a short
+	 * array costs a second ioctl (-EOVERFLOW, then the retry).
+	 */
+	if (ep->rkey_shift)
+		nr = (uint32_t)nr_pieces((uintptr_t)op->buf, op->xfer,
+					 ep->rkey_shift);
 	*keys = NULL;
 	for (;;) {
+		uint64_t t0;
+
 		k = malloc(nr * sizeof(*k));
 		if (!k)
 			return -ENOMEM;
+		t0 = rvfi_stat_now();
 		ret = rv_reg_mem_keys(ep->rv, op->buf, op->xfer,
 				      RV_ACCESS_REMOTE_WRITE, &reg, k, nr);
+		rvfi_stat_add(&ep->st.reg_rx, t0);
+		/* The device's key chunk: the same for every registration. */
+		if (reg.rkey_shift >= 12 && reg.rkey_shift < 48 &&
+		    (ret > 0 || ret == -EOVERFLOW))
+			ep->rkey_shift = reg.rkey_shift;
 		if (ret != -EOVERFLOW || reg.nr_rkeys <= nr)
 			break;
 		/* The registration stays cached: the retry is a hit. */
@@ -652,6 +736,8 @@ static bool cts_try(struct rvfi_ep *ep, struct rvfi_op *op)
 		op->writes = (uint32_t)n;
 		op->rx_reserved = (uint32_t)n;
 		ep->rx_used += (uint32_t)n;
+		if (ep->rx_used > ep->st.rx_used_max)
+			ep->st.rx_used_max = ep->rx_used;
 		h.data = ws;
 	} else {
 		RVFI_DBG("rv_reg_mem_keys(%zu): %s, data will go over TCP\n",
@@ -663,6 +749,8 @@ static bool cts_try(struct rvfi_ep *ep, struct rvfi_op *op)
 	/* The keys are copied into the frame. */
 	ret = rvfi_tcp_send(ep, from, &h, keys, true, NULL);
 	free(keys);
+	rvfi_stat_add(&ep->st.match_cts, op->t_a);
+	op->t_b = rvfi_stat_now();
 	if (ret) {
 		token_put(ep, op);
 		rvfi_complete_err(op, FI_EIO, 0);
@@ -696,6 +784,7 @@ static void send_cts(struct rvfi_ep *ep, struct rvfi_op *op)
 /* A receive matched an RTS (msg.c filled in xfer, olen, from, src_id). */
 void rvfi_rndv_matched(struct rvfi_ep *ep, struct rvfi_op *op)
 {
+	op->t_a = rvfi_stat_now();
 	send_cts(ep, op);
 }
 
@@ -768,8 +857,10 @@ static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 			ep->rx_used--;
 		}
 		/* One RECV per piece: the last says every write landed. */
-		if (!--op->writes)
+		if (!--op->writes) {
+			rvfi_stat_add(&ep->st.cts_data, op->t_b);
 			recv_done(ep, op);
+		}
 	}
 }
 
@@ -834,6 +925,8 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 
 	do {
 		n = rv_poll_events(ep->rv, evs, 64);
+		if (n > 0)
+			ep->st.ring_events += n;
 		for (i = 0; i < n; i++)
 			on_event(ep, &evs[i]);
 	} while (n == 64);

@@ -196,6 +196,10 @@ struct rvfi_env {
 	char device[64];
 	/* FI_RV_CLOSE_DELAY_MS: test hook, see ep_close() */
 	unsigned int close_delay_ms;
+	/* FI_RV_STATS: time the rendezvous, print at endpoint close */
+	bool stats;
+	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (default) */
+	bool yield;
 };
 
 extern struct rvfi_env rvfi_env;
@@ -361,6 +365,28 @@ enum rvfi_op_state {
 struct rvfi_peer;
 struct rvfi_ep;
 
+/* One duration statistic (us): count, sum, largest. */
+struct rvfi_dur {
+	uint64_t n, sum, max;
+};
+
+/*
+ * Where a rendezvous spends its time (FI_RV_STATS=1; printed to stderr at
+ * endpoint close).  Durations are taken only when the variable is set.
+ */
+struct rvfi_stats {
+	uint64_t progress;		/* progress calls that polled this ep */
+	struct rvfi_dur in_progress;	/* time inside one progress call */
+	uint64_t ring_events;		/* rv events reaped */
+	uint64_t post_calls, writes;	/* rv_post_writes() calls, writes */
+	uint32_t tx_used_max, rx_used_max;	/* ring entries held, peak */
+	struct rvfi_dur reg_tx, reg_rx, dereg;	/* rv_reg_mem*, rv_dereg_mem */
+	struct rvfi_dur rts_cts;	/* send: RTS written -> CTS read */
+	struct rvfi_dur cts_done;	/* send: CTS read -> last write done */
+	struct rvfi_dur match_cts;	/* recv: matched -> CTS sent */
+	struct rvfi_dur cts_data;	/* recv: CTS sent -> last RECV */
+};
+
 struct rvfi_op {
 	struct rvfi_list link;
 	struct rvfi_ep *ep;
@@ -420,6 +446,8 @@ struct rvfi_op {
 	size_t moff;		/* parent: bytes handed to children */
 	uint32_t mchildren;	/* parent: children not yet freed */
 	struct rvfi_op *mparent;	/* child: its buffer's parent */
+	/* FI_RV_STATS: send: RTS sent, CTS in; recv: matched, CTS sent (us) */
+	uint64_t t_a, t_b;
 };
 
 /* A message that arrived before a receive matched it. */
@@ -572,9 +600,13 @@ struct rvfi_ep {
 	uint32_t ring_entries, num_conn;
 	uint32_t tx_max, tx_used, rx_max, rx_used;
 	bool rv_broken;			/* the ring overflowed: rv not used */
+	/* log2 of rv's key chunk as the last registration told, 0 unknown */
+	unsigned int rkey_shift;
 	bool cts_draining;
 	struct rvfi_list dead;		/* ops failed by the overflow */
 	uint64_t n_ring_waits;		/* writes/CTSs that waited for room */
+
+	struct rvfi_stats st;		/* FI_RV_STATS */
 
 	/* provider counters, for tests and FI_LOG */
 	uint64_t n_eager_tx, n_rndv_tx, n_rdata_tx, n_eager_rx, n_rndv_rx;
@@ -627,6 +659,9 @@ struct rvfi_node *rvfi_node_get(struct rvfi_ep *ep, uint32_t ip);
 void rvfi_rndv_cleanup(struct rvfi_ep *ep);
 void rvfi_rndv_peer_failed(struct rvfi_ep *ep, struct rvfi_peer *p);
 uint64_t rvfi_now_ms(void);
+uint64_t rvfi_stat_now(void);
+void rvfi_stat_add(struct rvfi_dur *d, uint64_t t0);
+void rvfi_stats_print(struct rvfi_ep *ep);
 
 /* progress.c */
 void rvfi_progress(struct rvfi_domain *dom);

@@ -1,0 +1,156 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# bench-fabtests.sh - fabtests' fi_rdm_tagged_bw over several builds of the
+# rv provider and over verbs;ofi_rxm, in one boot of 2 VMs, so that their
+# figures share the host's load (issue 20's bandwidth comparison).
+#
+# Usage: bench-fabtests.sh [rv-vm options...]  (on the host; make all fabtests)
+#
+# Node 0 is the server (receiver), node 1 the client (sender).  For each
+# repetition, size and configuration in turn: fi_rdm_tagged_bw -p PROV
+# -W $BENCH_FT_WINDOW -w 1 -I N (N = $BENCH_FT_ITERS below 4 MiB,
+# $BENCH_FT_ITERS_BIG from 4 MiB; verbs;ofi_rxm stops at rxe's 8 MiB).
+# Around each run each node records rxe's counters (rdma statistic; the
+# non-zero deltas, e.g. completer_retry_err: a retransmission timeout) and
+# its CPU ticks (/proc/stat).  Prints per size the best MB/s of each
+# configuration and the ratio to verbs;ofi_rxm.
+#
+# Environment: BENCH_FT_CONFIGS (default "rv=lib/librv-fi rxm"): NAME=DIR
+# runs -p rv with FI_PROVIDER_PATH=DIR (relative to the repo, or absolute:
+# e.g. a copy of another branch's librv-fi.so), NAME=DIR:VAR=VALUE[:...]
+# also sets each VAR (e.g. FI_RV_STATS=1, FI_RV_YIELD=0), "rxm" is
+# verbs;ofi_rxm;
+# BENCH_FT_SIZES (default "262144 1048576 4194304"), BENCH_FT_REPEAT (2),
+# BENCH_FT_WINDOW (16), BENCH_FT_ITERS (32), BENCH_FT_ITERS_BIG (8),
+# BENCH_OUT (default build/vm/bench-fabtests/<time>).  The stderr of each
+# run (FI_RV_STATS' lines) is kept in the node's output.
+#
+# Inside a VM (RV_NODE set by rv-vm) the script plays its node's part.
+
+set -uo pipefail
+
+CONFIGS=${BENCH_FT_CONFIGS:-rv=lib/librv-fi rxm}
+SIZES=${BENCH_FT_SIZES:-262144 1048576 4194304}
+REPEAT=${BENCH_FT_REPEAT:-2}
+WINDOW=${BENCH_FT_WINDOW:-16}
+ITERS=${BENCH_FT_ITERS:-32}
+ITERS_BIG=${BENCH_FT_ITERS_BIG:-8}
+
+# counters FILE: rxe's counters of this node's device, "name value" lines.
+counters() {
+	rdma statistic show link "$RV_IBDEV/1" 2>/dev/null |
+		tr ' ' '\n' | awk 'NR > 1 && $0 ~ /^[0-9]+$/ { print p, $0 } { p = $0 }' >"$1"
+}
+
+# delta A B: the counters that changed from A to B, "name=delta ...".
+delta() {
+	awk 'NR == FNR { a[$1] = $2; next }
+	     $2 != a[$1] { printf "%s=%d ", $1, $2 - a[$1] }' "$1" "$2"
+}
+
+cputicks() {
+	awk '$1 == "cpu" { print "user=" $2, "sys=" $4, "idle=" $5, "softirq=" $8 }' /proc/stat
+}
+
+guest() {
+	# shellcheck source-path=SCRIPTDIR source=tap.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+	local ftbin=$RV_REPO/build/fabtests/install/bin shared server_ip
+	local port=47800 rep size cfg name dir prov iters out t0 t1 rc=0
+	shared=$(dirname "$RV_OUT")/bench-fabtests-rdv
+	mkdir -p "$shared"
+	server_ip=$(rv_node_ip 0)
+	export FI_RV_DEVICE=$RV_IBDEV
+	# As bench-mpi.sh: ofi_rxm's CQ for 256 peers exceeds rxe's.
+	export FI_UNIVERSE_SIZE=16
+	echo "load: $(cat /proc/loadavg)"
+	for ((rep = 1; rep <= REPEAT; rep++)); do
+		for size in $SIZES; do
+			for cfg in $CONFIGS; do
+				local -a envs=()
+				name=${cfg%%=*}
+				if [[ $cfg == rxm ]]; then
+					prov="verbs;ofi_rxm" dir=/nonexistent
+					((size > 8388608)) && continue
+				else
+					prov=rv dir=${cfg#*=}
+					if [[ $dir == *:* ]]; then
+						IFS=: read -r -a envs <<<"${dir#*:}"
+						dir=${dir%%:*}
+					fi
+					[[ $dir == /* ]] || dir=$RV_REPO/$dir
+				fi
+				iters=$ITERS
+				((size >= 4194304)) && iters=$ITERS_BIG
+				port=$((port + 1))
+				rv_barrier "$shared" "run$port" 120 || rc=1
+				[[ $RV_NODE -eq 1 ]] && sleep 1
+				counters /tmp/bft.c0
+				t0=$(cputicks)
+				local -a cmd=(env FI_PROVIDER_PATH="$dir" "${envs[@]}"
+					timeout 600 "$ftbin/fi_rdm_tagged_bw" -p "$prov"
+					-E="$port" -S "$size" -W "$WINDOW" -I "$iters" -w 1)
+				[[ $RV_NODE -eq 1 ]] && cmd+=("$server_ip")
+				out=$(cd /tmp && "${cmd[@]}" 2>&1) || rc=1
+				t1=$(cputicks)
+				counters /tmp/bft.c1
+				echo "bft node=$RV_NODE rep=$rep cfg=$name size=$size $(grep -E '^[0-9]+[kmg]? ' <<<"$out" | tail -1)"
+				grep -vE '^[0-9]+[kmg]? |^bytes' <<<"$out" | sed 's/^/#   /'
+				echo "#   rxe: $(delta /tmp/bft.c0 /tmp/bft.c1)"
+				echo "#   cpu before: $t0; after: $t1"
+			done
+		done
+	done
+	rv_barrier "$shared" end 300 || rc=1
+	echo "load: $(cat /proc/loadavg)"
+	return $rc
+}
+
+if [[ -n ${RV_NODE:-} ]]; then
+	guest
+	exit
+fi
+
+# ---- host ----
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../../../.." && pwd)
+if [[ ! -x $repo/build/fabtests/install/bin/fi_rdm_tagged_bw ]]; then
+	echo "bench-fabtests.sh: fabtests not built (make fabtests)" >&2
+	exit 1
+fi
+out=${BENCH_OUT:-$repo/build/vm/bench-fabtests/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+echo "host load: $(cat /proc/loadavg)"
+q=$(printf '%q ' "BENCH_FT_CONFIGS=$CONFIGS" "BENCH_FT_SIZES=$SIZES" \
+	"BENCH_FT_REPEAT=$REPEAT" "BENCH_FT_WINDOW=$WINDOW" \
+	"BENCH_FT_ITERS=$ITERS" "BENCH_FT_ITERS_BIG=$ITERS_BIG")
+# ack_timeout=19: as bench-mpi.sh (the retry budget rdma_cm gives ofi_rxm).
+rc=0
+"$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
+	--rv-args ack_timeout=19 "$@" -- "$q $here/bench-fabtests.sh" || rc=$?
+# Best MB/s per size and configuration (the client's figure: it sends).
+awk '/^bft node=1 / {
+	for (i = 2; i <= 5; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	bw = $(NF - 2) + 0; k = v["size"] SUBSEP v["cfg"]
+	if (!(k in best) || bw > best[k]) best[k] = bw
+	sizes[v["size"]] = 1; if (!(v["cfg"] in seen)) { seen[v["cfg"]] = 1; cfgs[n++] = v["cfg"] }
+} END {
+	printf "%9s", "size"; for (i = 0; i < n; i++) printf " %10s", cfgs[i]
+	for (i = 0; i < n; i++) if (cfgs[i] != "rxm") printf " %10s", cfgs[i] "/rxm"
+	printf "\n"
+	for (s in sizes) {
+		printf "%9d", s
+		for (i = 0; i < n; i++) { k = s SUBSEP cfgs[i]; printf " %10s", (k in best) ? sprintf("%.2f", best[k]) : "-" }
+		r = s SUBSEP "rxm"
+		for (i = 0; i < n; i++) if (cfgs[i] != "rxm") {
+			k = s SUBSEP cfgs[i]
+			printf " %10s", (k in best && r in best && best[r] > 0) ? sprintf("%.2f", best[k] / best[r]) : "-"
+		}
+		printf "\n"
+	}
+}' "$out/vm/node1.out" 2>/dev/null | sort -n | tee "$out/summary.txt"
+echo "host load: $(cat /proc/loadavg)"
+echo "output: $out (vm/node<i>.out: each run with its rxe counters and CPU ticks)"
+((rc == 0)) || echo "bench-fabtests.sh: failed (rc $rc)" >&2
+exit $rc
