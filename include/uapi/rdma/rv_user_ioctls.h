@@ -498,7 +498,16 @@ struct rv_mr_stats {
  * ring_entries behind its producer (or ahead of it) like a full ring.  An
  * event that finds the ring full is dropped and counted in @overflows, so
  * a consumer can tell it lost events.  poll(2) and epoll report EPOLLIN
- * while events are pending.  The ring's pages are charged to the
+ * while events are pending (level-triggered).  The kernel wakes the
+ * file's waiters only for the event that makes the ring non-empty, as
+ * judged from the consumer index after the event is published: a waiter
+ * that found the ring empty is woken by the next event, and events that
+ * arrive while others are pending wake nobody.  So an edge-triggered
+ * epoll (EPOLLET) consumer must empty the ring (rv_poll_events() until it
+ * returns 0) before it waits again, as with a socket read until EAGAIN;
+ * one that waits with events left can sleep through later ones.  A
+ * consumer stores its index before it waits, which poll(2) and epoll
+ * order before their check of the producer.  The ring's pages are charged to the
  * attaching process's RLIMIT_MEMLOCK at ATTACH, in the same budget as the
  * pages REG_MEM pins (the process's pinned_vm, VmPin).
  *

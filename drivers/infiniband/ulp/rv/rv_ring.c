@@ -101,31 +101,53 @@ static u32 rv_ring_used(const struct rv_ring *ring)
  * @ring: the destination
  * @ev: the event
  *
+ * Wakes the ring's waiters only for the event that makes the ring
+ * non-empty: a reader sleeps only after seeing it empty (rv_ring_poll()),
+ * so the first event posted after that wakes it, and the events that
+ * follow, while it has not yet consumed the first one, find it awake.
+ * Lost wakeups are ruled out by two store-then-load pairs, each with a
+ * full barrier on both sides: the poster stores the producer index and
+ * then reads the consumer index and the wait queue, the reader stores the
+ * consumer index (release, in user space, before it calls poll) and its
+ * wait queue entry, and then reads the producer index.  Either the
+ * reader sees the new event, or the poster sees the ring holding only
+ * this event and the reader queued.  A consumer index the process
+ * scribbled over only costs it wakeups of its own.
+ *
  * Any context.  Return: false if the ring was full (or its consumer index
  * bogus) and the event was dropped and counted.
  */
 bool rv_ring_post(struct rv_ring *ring, const struct rv_event *ev)
 {
 	unsigned long flags;
-	bool posted = false;
+	bool wake = false;
+	u32 used;
 
 	spin_lock_irqsave(&ring->lock, flags);
 	if (rv_ring_used(ring) >= ring->entries) {
 		ring->overflows++;
 		WRITE_ONCE(ring->hdr->overflows, ring->overflows);
-		goto out_unlock;
+		spin_unlock_irqrestore(&ring->lock, flags);
+		return false;
 	}
 	ring->events[ring->producer & (ring->entries - 1)] = *ev;
 	ring->producer++;
 	/* The event is visible before the index that publishes it. */
 	smp_store_release(&ring->hdr->producer, ring->producer);
-	posted = true;
-out_unlock:
+	/*
+	 * Read the consumer index only after publishing: pairs with the
+	 * barrier in rv_ring_poll() between the reader's stores and its read
+	 * of the producer index (see above).  Other events still pending
+	 * (2..entries) mean the post that made the ring non-empty woke it.
+	 */
+	smp_mb();
+	used = ring->producer - READ_ONCE(*ring->consumer);
+	wake = used < 2 || used > ring->entries;
 	spin_unlock_irqrestore(&ring->lock, flags);
 	/* wq_has_sleeper()'s barrier pairs with the one in rv_ring_poll(). */
-	if (posted && wq_has_sleeper(&ring->wait))
+	if (wake && wq_has_sleeper(&ring->wait))
 		wake_up_interruptible(&ring->wait);
-	return posted;
+	return true;
 }
 
 int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma)
@@ -155,10 +177,10 @@ __poll_t rv_ring_poll(struct rv_ring *ring, struct file *filp,
 
 	poll_wait(filp, &ring->wait, wait);
 	/*
-	 * Queued before the producer is read, or a post in between would
-	 * see no sleeper while this sees no event, and poll() would sleep
-	 * with an event pending.  Pairs with wq_has_sleeper() in
-	 * rv_ring_post().
+	 * Queued, and the consumer index stored, before the producer is
+	 * read, or a post in between would see no sleeper (or other events
+	 * pending) while this sees no event, and poll() would sleep with an
+	 * event pending.  Pairs with the barriers in rv_ring_post().
 	 */
 	smp_mb();
 	consumer = READ_ONCE(*ring->consumer);
