@@ -2,7 +2,8 @@
 /*
  * rv_poll_test - poll() wakeups under a long stream of events (2 nodes).
  *
- *   rv_poll_test -N NODE [-n EVENTS] [-T SECONDS] [-k END_SECONDS] PEER_IP
+ *   rv_poll_test -N NODE [-n EVENTS] [-T SECONDS] [-k END_SECONDS] [-b BATCH]
+ *                PEER_IP
  *
  * Node 0 posts EVENTS zero-byte writes with immediate to node 1 from one
  * thread, at most INFLIGHT at a time, while another thread sleeps in
@@ -10,7 +11,12 @@
  * them; on node 1 a thread waits the same way for the RECV events.  The
  * consumers sleep whenever their ring is empty, so each of the EVENTS
  * events can race a poll() going to sleep: a wait that times out
- * (WAIT_MS) with events pending is a missed wakeup.  Prints "check
+ * (WAIT_MS) with events pending is a missed wakeup.
+ *
+ * -b: the consumers take at most BATCH events per rv_poll_events() (1 to
+ * 64, default 64).  With -b 1 a consumer goes back to poll() after
+ * every event, so the posts that race a consumer taking the last event
+ * and going to sleep are as many as possible.  Prints "check
  * PASS|FAIL name" lines and a "poll" summary; exit status 0 when
  * every check passed, 4 (kselftest skip) without a device.
  *
@@ -44,6 +50,7 @@ static uint64_t events = 1000000;
 static uint64_t deadline_ms;
 static int failures;
 static uint64_t end_seconds;	/* -k: the peer is killed mid-stream */
+static unsigned int batch = BATCH;	/* -b: events per rv_poll_events() */
 
 /* What a consumer saw. */
 static struct {
@@ -161,7 +168,7 @@ static void *consumer(void *arg)
 	int n = 0, i;
 
 	while (C.consumed < target()) {
-		n = rv_poll_events(rv, ev, BATCH);
+		n = rv_poll_events(rv, ev, batch);
 		if (!n) {
 			if (rv_now_ms() > consumer_deadline()) {
 				C.late = true;
@@ -174,7 +181,7 @@ static void *consumer(void *arg)
 			if (n < 0)
 				break;
 			/* Slept its whole time: was anything there? */
-			n = rv_poll_events(rv, ev, BATCH);
+			n = rv_poll_events(rv, ev, batch);
 			if (!n) {
 				C.timeouts++;
 				continue;
@@ -264,17 +271,19 @@ int main(int argc, char **argv)
 	pthread_t thr;
 	int c, node = -1, idx, gid, ret;
 
-	while ((c = getopt(argc, argv, "N:n:T:k:")) != -1) {
+	while ((c = getopt(argc, argv, "N:n:T:k:b:")) != -1) {
 		switch (c) {
 		case 'N': node = atoi(optarg); break;
 		case 'k': end_seconds = strtoull(optarg, NULL, 0); break;
 		case 'n': events = strtoull(optarg, NULL, 0); break;
 		case 'T': seconds = strtoull(optarg, NULL, 0); break;
+		case 'b': batch = strtoul(optarg, NULL, 0); break;
 		default: goto usage;
 		}
 	}
 	if ((node != 0 && node != 1) || optind + 1 != argc || !events ||
-	    events >= 1ULL << 26 || (end_seconds && node))
+	    events >= 1ULL << 26 || (end_seconds && node) || !batch ||
+	    batch > BATCH)
 		goto usage;
 
 	ret = rv_test_open(&rv, &idx, &gid);
@@ -310,8 +319,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < (end_seconds ? posted : events); i++)
 		missing += !C.seen[i];
 
-	printf("poll node%d: %llu events in %llu ms, %llu waits in poll(), %llu idle timeouts, %llu EAGAIN\n",
+	printf("poll node%d: %llu events in %llu ms (up to %u per read), %llu waits in poll(), %llu idle timeouts, %llu EAGAIN\n",
 	       node, (unsigned long long)C.consumed, (unsigned long long)ms,
+	       batch,
 	       (unsigned long long)C.waits, (unsigned long long)C.timeouts,
 	       (unsigned long long)eagain);
 	if (end_seconds) {
@@ -349,6 +359,6 @@ out:
 	return failures ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] [-k END_SECONDS] PEER_IP\n");
+	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] [-k END_SECONDS] [-b BATCH] PEER_IP\n");
 	return 2;
 }

@@ -6,7 +6,11 @@
 #
 #   poll.sh [EVENTS]   a thread on each node sleeps in poll() whenever its
 #                      ring is empty; no wakeup may be missed, every event
-#                      arrives once (default 1000000, $RV_POLL_EVENTS)
+#                      arrives once (default 1000000, $RV_POLL_EVENTS);
+#                      then EVENTS / 5 more with the consumers taking one
+#                      event per read ("one-" checks): each consumer
+#                      goes back to poll() after every event, racing
+#                      every post with a sleep
 #   poll.sh teardown   3 rounds: node1's process is SIGKILLed in the middle
 #                      of the stream, so its QPs are torn down with
 #                      receive completions still arriving (run with
@@ -59,14 +63,25 @@ if [[ ${1:-} == teardown ]]; then
 fi
 
 events=${1:-${RV_POLL_EVENTS:-1000000}}
-out=$RV_OUT/poll.out
-timeout "$(rv_secs 1200)" "$T/rv_poll_test" -N "$RV_NODE" -n "$events" \
-	-T "$(rv_secs 900)" "$peer" >"$out" 2>&1
-rc=$?
-tap_checks "" <"$out"
-if ((TAP_CHECKS == 0)); then
-	tap_fail poll-ran "rv_poll_test exit status $rc, no check"
-else
-	tap_run exit-status test "$rc" -eq 0
-fi
+
+# One rv_poll_test pair: $1 the checks' prefix, $2 events, the rest its
+# options.  Both nodes start a pass together (a barrier): a pass's job
+# (key "poll") is gone from both nodes before the next one connects.
+pass() {
+	local prefix=$1 n=$2 out=$RV_OUT/poll${1:+.$1}.out rc
+	shift 2
+	rv_barrier "$shared" "pass${prefix:+-$prefix}" || true
+	timeout "$(rv_secs 1200)" "$T/rv_poll_test" -N "$RV_NODE" -n "$n" \
+		-T "$(rv_secs 900)" "$@" "$peer" >"$out" 2>&1
+	rc=$?
+	tap_checks "$prefix" <"$out"
+	if ((TAP_CHECKS == 0)); then
+		tap_fail "${prefix:+$prefix-}poll-ran" "rv_poll_test exit status $rc, no check"
+	else
+		tap_run "${prefix:+$prefix-}exit-status" test "$rc" -eq 0
+	fi
+}
+
+pass "" "$events"
+pass one $((events / 5 > 0 ? events / 5 : 1)) -b 1
 tap_end
