@@ -104,7 +104,7 @@ void rvfi_env_init(void)
 	if (v && *v)
 		snprintf(rvfi_env.device, sizeof(rvfi_env.device), "%s", v);
 	v = getenv("FI_RV_YIELD");
-	rvfi_env.yield = !v || !*v || strcmp(v, "0");
+	rvfi_env.yield = v && *v && strcmp(v, "0");
 	v = getenv("FI_RV_STATS");
 	rvfi_env.stats = v && *v && strcmp(v, "0");
 	/* Tests only: bounded, a typo cannot hang a close for long. */

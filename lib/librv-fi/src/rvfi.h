@@ -198,7 +198,7 @@ struct rvfi_env {
 	unsigned int close_delay_ms;
 	/* FI_RV_STATS: time the rendezvous, print at endpoint close */
 	bool stats;
-	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (default) */
+	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (opt-in) */
 	bool yield;
 };
 
