@@ -19,7 +19,7 @@
 # Environment: BENCH_FT_CONFIGS (default "rv=lib/librv-fi rxm"): NAME=DIR
 # runs -p rv with FI_PROVIDER_PATH=DIR (relative to the repo, or absolute:
 # e.g. a copy of another branch's librv-fi.so), NAME=DIR:VAR=VALUE[:...]
-# also sets each VAR (e.g. FI_RV_STATS=1, FI_RV_YIELD=0), "rxm" is
+# also sets each VAR (e.g. FI_RV_STATS=1, FI_RV_YIELD=1), "rxm" is
 # verbs;ofi_rxm;
 # BENCH_FT_SIZES (default "262144 1048576 4194304"), BENCH_FT_REPEAT (2),
 # BENCH_FT_WINDOW (16), BENCH_FT_ITERS (32), BENCH_FT_ITERS_BIG (8),
