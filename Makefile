@@ -305,8 +305,11 @@ DEBUG_RV_DIR := $(BUILD)/debug-rv$(DEBUG_SUFFIX)
 RV_DEBUG_TIMEOUT ?= 2400
 RV_DEBUG_VM_MEM ?= 1536
 # KASAN and lockdep slow the guests down enough that 6 transport retries
-# of about 134 ms (ack_timeout 15) run out: about 1 s each.
-RV_DEBUG_RV_ARGS ?= ack_timeout=18
+# of about 134 ms (ack_timeout 15) run out: about 1 s each.  At its
+# ~0.2 MB/s a killed process's writes can wait behind a full send queue of
+# the survivors' batches longer than quiesce_ms's 10 s (rel-kill: 24
+# failures at 10 s, none at 40 s), so close waits a minute there.
+RV_DEBUG_RV_ARGS ?= ack_timeout=18 quiesce_ms=60000
 # pci=noacpi: the guests route PCI interrupts through the BIOS's $PIR table
 # instead of ACPI's interrupt link devices.  On the debug kernel each link
 # took about 23 s to enable (Debian's kernel: no time; the cause was not

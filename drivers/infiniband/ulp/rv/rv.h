@@ -389,6 +389,10 @@ int rv_pin_charge(struct mm_struct *mm, unsigned long pages);
 void rv_pin_uncharge(struct mm_struct *mm, unsigned long pages);
 
 extern unsigned int rv_slot_quarantine_ms;
+extern unsigned int rv_quiesce_ms;	/* rv_write.c */
+
+#define RV_QUIESCE_MIN_MS	1000
+#define RV_QUIESCE_MAX_MS	600000
 
 /* rv_device.c */
 int rv_device_init(void);

@@ -149,6 +149,12 @@ static int rv_check_params(void)
 		       rv_slot_quarantine_ms, RV_SLOT_QUARANTINE_MAX_MS);
 		return -EINVAL;
 	}
+	if (rv_quiesce_ms < RV_QUIESCE_MIN_MS ||
+	    rv_quiesce_ms > RV_QUIESCE_MAX_MS) {
+		pr_err("quiesce_ms=%u out of range %u..%u\n", rv_quiesce_ms,
+		       RV_QUIESCE_MIN_MS, RV_QUIESCE_MAX_MS);
+		return -EINVAL;
+	}
 	if (!rv_default_mr_cache_bytes) {
 		pr_err("mr_cache_bytes must not be 0\n");
 		return -EINVAL;

@@ -80,8 +80,16 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
-/* Longest wait at close for the file's writes on healthy QPs. */
-#define RV_QUIESCE_MS		10000
+/*
+ * Longest wait at close for the file's writes on healthy QPs before the
+ * QPs carrying them are broken, which the job's other processes see as
+ * failed writes.  A write may queue behind a full send queue of other
+ * processes' batches: milliseconds on a NIC, seconds on a slow software
+ * device (a debug kernel's rxe), which is why it can be raised.
+ */
+unsigned int rv_quiesce_ms = 10000;
+module_param_named(quiesce_ms, rv_quiesce_ms, uint, 0444);
+MODULE_PARM_DESC(quiesce_ms, "Longest wait at close for a process's writes before the QPs carrying them are broken, in ms (1000..600000, default 10000)");
 
 /* Work requests posted by one ib_post_send() at most (one doorbell). */
 #define RV_POST_CHAIN		32
@@ -1060,11 +1068,11 @@ static void rv_write_break_file(struct rv_file *rf)
  * @rf: the file, rf->lock held, still attached and holding its handles
  *
  * Writes on healthy QPs end within the transport's retry limits; after
- * RV_QUIESCE_MS the QPs still carrying ours are broken.  A broken QP is
+ * quiesce_ms the QPs still carrying ours are broken.  A broken QP is
  * destroyed by its work, and every write on it ends by then, flushed or
  * (drain timed out) ended by rv_write_qp_flush(): within two drain
  * timeouts and the work's queueing.  The file is never freed, nor release
- * left, while a write may still use it; a warning each RV_QUIESCE_MS says
+ * left, while a write may still use it; a warning each quiesce_ms says
  * what it waits for.
  */
 void rv_write_file_quiesce(struct rv_file *rf)
@@ -1072,14 +1080,14 @@ void rv_write_file_quiesce(struct rv_file *rf)
 	if (!rf->job)
 		return;
 	if (wait_event_timeout(rf->inflight_wait, !atomic_read(&rf->inflight),
-			       msecs_to_jiffies(RV_QUIESCE_MS)))
+			       msecs_to_jiffies(rv_quiesce_ms)))
 		return;
 	pr_warn_ratelimited("job%u slot%u: %d writes in flight at close: breaking their QPs\n",
 			    rf->job->id, rf->slot, atomic_read(&rf->inflight));
 	rv_write_break_file(rf);
 	while (!wait_event_timeout(rf->inflight_wait,
 				   !atomic_read(&rf->inflight),
-				   msecs_to_jiffies(RV_QUIESCE_MS)))
+				   msecs_to_jiffies(rv_quiesce_ms)))
 		pr_warn("job%u slot%u: still waiting for %d writes at close\n",
 			rf->job->id, rf->slot, atomic_read(&rf->inflight));
 }

@@ -262,6 +262,11 @@ check "insmod refused with cm_port=1024" load_refused cm_port=1024
 check "the log says cm_port=1024 is not privileged" \
 	logged "rv: cm_port=1024 is not a privileged port"
 check "insmod refused with cm_port=0" load_refused cm_port=0
+# quiesce_ms: 1000..600000 (rv(7)).
+check "insmod refused with quiesce_ms=999" load_refused quiesce_ms=999
+check "the log says quiesce_ms=999 is out of range" \
+	logged "rv: quiesce_ms=999 out of range 1000..600000"
+check "insmod refused with quiesce_ms=600001" load_refused quiesce_ms=600001
 # Free once rv is gone; whoever holds it then keeps rv from loading.
 check "root can listen on cm_port $cmport without rv" \
 	forge -L -P "$cmport"
