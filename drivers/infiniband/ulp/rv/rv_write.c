@@ -30,20 +30,20 @@
  *
  * POST_WRITES groups consecutive writes that go to one QP and posts them
  * as chained work requests (RV_POST_CHAIN per ib_post_send(), one
- * doorbell).  A run of writes to one connection is spread over its QPs
- * by bytes (rv_write_share()): a large message's pieces travel on every
- * QP (each has its own send engine and window of unacknowledged
- * packets), small writes still share a doorbell.  Only the last segment of a write is signaled; the others
- * use @seg_cqe.  An RC send queue executes and completes in order, so a
- * successful last completion means every earlier segment is done, and
- * the write's credits all come back with it.  On an error the device
- * completes the failing work request and flushes every later one,
- * signaled or not (IB spec 10.7.3.1 and 11.4.2.1: unsignaled requests
- * generate a completion when they complete in error; rxe's do_complete()
- * posts a CQE when "wqe->status != IB_WC_SUCCESS", mlx5 and irdma
- * report flushed entries of the whole queue).  Segments that completed
- * before the error report nothing.  Hence: @seg_cqe only records an
- * error, and the write ends exactly once, on the completion of its last
+ * doorbell).  A run of writes to one connection is spread over its QPs by
+ * bytes (rv_write_share()): a large message's pieces travel on every QP
+ * (each has its own send engine and window of unacknowledged packets),
+ * small writes still share a doorbell.  Only the last segment of a write
+ * is signaled; the others use @seg_cqe.  An RC send queue executes and
+ * completes in order, so a successful last completion means every earlier
+ * segment is done, and the write's credits all come back with it.  On an
+ * error the device completes the failing work request and flushes every
+ * later one, signaled or not (IB spec 10.7.3.1 and 11.4.2.1: unsignaled
+ * requests generate a completion when they complete in error; rxe's
+ * do_complete() posts a CQE when "wqe->status != IB_WC_SUCCESS", mlx5 and
+ * irdma report flushed entries of the whole queue).  Segments that
+ * completed before the error report nothing.  Hence: @seg_cqe only records
+ * an error, and the write ends exactly once, on the completion of its last
  * segment, whose status is then an error too.
  *
  * A chain the device refuses part of (bad_wr) leaves the writes wholly
