@@ -30,17 +30,20 @@
  *
  * POST_WRITES groups consecutive writes that go to one QP and posts them
  * as chained work requests (RV_POST_CHAIN per ib_post_send(), one
- * doorbell).  Only the last segment of a write is signaled; the others
- * use @seg_cqe.  An RC send queue executes and completes in order, so a
- * successful last completion means every earlier segment is done, and
- * the write's credits all come back with it.  On an error the device
- * completes the failing work request and flushes every later one,
- * signaled or not (IB spec 10.7.3.1 and 11.4.2.1: unsignaled requests
- * generate a completion when they complete in error; rxe's do_complete()
- * posts a CQE when "wqe->status != IB_WC_SUCCESS", mlx5 and irdma
- * report flushed entries of the whole queue).  Segments that completed
- * before the error report nothing.  Hence: @seg_cqe only records an
- * error, and the write ends exactly once, on the completion of its last
+ * doorbell).  A run of writes to one connection is spread over its QPs by
+ * bytes (rv_write_share()): a large message's pieces travel on every QP
+ * (each has its own send engine and window of unacknowledged packets),
+ * small writes still share a doorbell.  Only the last segment of a write
+ * is signaled; the others use @seg_cqe.  An RC send queue executes and
+ * completes in order, so a successful last completion means every earlier
+ * segment is done, and the write's credits all come back with it.  On an
+ * error the device completes the failing work request and flushes every
+ * later one, signaled or not (IB spec 10.7.3.1 and 11.4.2.1: unsignaled
+ * requests generate a completion when they complete in error; rxe's
+ * do_complete() posts a CQE when "wqe->status != IB_WC_SUCCESS", mlx5 and
+ * irdma report flushed entries of the whole queue).  Segments that
+ * completed before the error report nothing.  Hence: @seg_cqe only records
+ * an error, and the write ends exactly once, on the completion of its last
  * segment, whose status is then an error too.
  *
  * A chain the device refuses part of (bad_wr) leaves the writes wholly
@@ -78,6 +81,7 @@
 #include "rv_conn_trace.h"
 
 #include <linux/sched/signal.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 /*
@@ -93,6 +97,9 @@ MODULE_PARM_DESC(quiesce_ms, "Longest wait at close for a process's writes befor
 
 /* Work requests posted by one ib_post_send() at most (one doorbell). */
 #define RV_POST_CHAIN		32
+
+/* Bytes of a run of writes below which they are not spread over QPs. */
+#define RV_SPREAD_BYTES		SZ_64K
 
 /**
  * struct rv_write_ctx - one write in flight
@@ -875,6 +882,25 @@ static u32 rv_write_post_run(struct rv_file *rf, const struct rv_write *w,
 }
 
 /*
+ * How many of the writes @w[0..@count) to one connection of @num_conn QPs
+ * go on one QP: an equal share of their bytes, at least RV_SPREAD_BYTES
+ * (and at least one write).  Posting the rest continues on the next QP.
+ */
+static u32 rv_write_share(const struct rv_write *w, u32 count, u32 num_conn)
+{
+	u64 total = 0, share, bytes = 0;
+	u32 i;
+
+	for (i = 0; i < count; i++)
+		total += w[i].length;
+	share = max_t(u64, div_u64(total + num_conn - 1, num_conn),
+		      RV_SPREAD_BYTES);
+	for (i = 0; i < count && bytes < share; i++)
+		bytes += w[i].length;
+	return i;
+}
+
+/*
  * Post the writes @w[0..@count) for @rf, using @p for their preparation.
  * Caller holds rf->lock of an attached file used by its owner and is in
  * the device's read section.  Writes are posted in order; the first that
@@ -901,6 +927,7 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 
 		while (done + run < prepared && p[done + run].conn == conn)
 			run++;
+		run = rv_write_share(&w[done], run, conn->num_conn);
 		ret = rv_write_conn_ready(conn);
 		if (ret)
 			break;

@@ -79,6 +79,31 @@ if [[ ${RV_NODES:-1} -ge 2 && -n ${RV_NODE_IPS:-} ]]; then
 		timeout -s TERM 8 "$here/rv_conn_test" -k tr-idle -n 1 \
 		-t 30000 -s "$work/idle.status" "$peer"
 	trace-cmd report -i "$work/idle.dat" >"$work/idle" 2>/dev/null
+	# One rv_post_writes() of 4 writes of 1 MiB with nothing in flight
+	# (rv_bench bw's first call, wr_id 0..3) on a connection of 4 QPs:
+	# rv spreads a run of writes over the QPs by bytes, so that one large
+	# message uses all of them.
+	if [[ ${RV_NODE:-0} -eq 0 ]]; then
+		brole=(-S)
+	else
+		brole=(-c "${ips[0]}")
+	fi
+	tap_run "trace-cmd record -e rv:rv_write_post (rv_bench bw, 1 MiB, batches of 4)" \
+		trace-cmd record -q -e rv:rv_write_post -o "$work/batch.dat" \
+		timeout 300 "$here/rv_bench" bw "${brole[@]}" -d "$RV_IBDEV" \
+		-P 47990 -C 4 -k trbatch -s 1M -t 4 -b 4 -B 8M
+	if [[ ${RV_NODE:-0} -eq 1 ]]; then
+		qps=$(trace-cmd report -i "$work/batch.dat" 2>/dev/null |
+			sed -nE 's/.* rv_write_post: .* qp ([0-9]+) slot [0-9]+ wr_id [0-3] .*/\1/p' |
+			sort -u | tr '\n' ' ')
+		tap_diag "QPs of the first batch (wr_id 0..3): $qps"
+		if [[ $(wc -w <<<"$qps") -eq 4 ]]; then
+			tap_ok "one batch of 4 x 1 MiB writes goes over the connection's 4 QPs"
+		else
+			tap_fail "one batch of 4 x 1 MiB writes goes over the connection's 4 QPs" \
+				"QPs used: $qps"
+		fi
+	fi
 	cat "$work/xfer" "$work/idle" >"$work/report"
 	check_event rv_conn_state 'job [0-9]+ conn [0-9]+ CONNECTED reason 0 generation 1 connected [1-9]'
 	check_event rv_cm_event 'job [0-9]+ conn [0-9]+ qp [0-9]+ event ESTABLISHED status 0'
