@@ -20,7 +20,10 @@
 # runs -p rv with FI_PROVIDER_PATH=DIR (relative to the repo, or absolute:
 # e.g. a copy of another branch's librv-fi.so), NAME=DIR:VAR=VALUE[:...]
 # also sets each VAR (e.g. FI_RV_STATS=1, FI_RV_YIELD=1), "rxm" is
-# verbs;ofi_rxm;
+# verbs;ofi_rxm, "ibw" and "ibr" are perftest's ib_write_bw and
+# ib_read_bw (one QP, -n N, up to 8 MiB): the ceilings of rxe's RDMA WRITE
+# (what rv's rendezvous uses) and RDMA READ (what ofi_rxm's uses) on the
+# same link, so that each provider can be set against its own verb;
 # BENCH_FT_SIZES (default "262144 1048576 4194304"), BENCH_FT_REPEAT (2),
 # BENCH_FT_WINDOW (16), BENCH_FT_ITERS (32), BENCH_FT_ITERS_BIG (8),
 # BENCH_OUT (default build/vm/bench-fabtests/<time>).  The stderr of each
@@ -53,6 +56,29 @@ cputicks() {
 	awk '$1 == "cpu" { print "user=" $2, "sys=" $4, "idle=" $5, "softirq=" $8 }' /proc/stat
 }
 
+# perftest_run ibw|ibr SIZE ITERS PORT SERVER_IP: ib_write_bw or ib_read_bw
+# (node 0 serves, node 1's client retries until it listens); sets $out to
+# a line shaped like fabtests' ("SIZE ITERS BYTES TIME MB/s usec/xfer
+# rate", MB/s = 10^6 bytes/s, from perftest's average MiB/s) plus
+# perftest's output as comments.
+perftest_run() {
+	local verb=write i raw mbs
+	[[ $1 == ibr ]] && verb="read"
+	local -a cmd=(timeout 600 "ib_${verb}_bw" -d "$RV_IBDEV" -s "$2" -N
+		-n "$3" -p "$4")
+	if [[ $RV_NODE -eq 0 ]]; then
+		raw=$("${cmd[@]}" 2>&1)
+	else
+		for ((i = 0; i < 60; i++)); do
+			raw=$("${cmd[@]}" "$5" 2>&1) && break
+			sleep 0.5
+		done
+	fi
+	mbs=$(awk -v s="$2" '$1 == s && NF >= 5 { printf "%.2f", $4 * 1.048576 }' <<<"$raw")
+	out="$2 $3 - - ${mbs:-0} - -"$'\n'"$(grep -v "^ *$2 " <<<"$raw" | tail -4)"
+	[[ -n $mbs || $RV_NODE -eq 0 ]]
+}
+
 guest() {
 	# shellcheck source-path=SCRIPTDIR source=tap.sh
 	. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
@@ -70,7 +96,7 @@ guest() {
 			for cfg in $CONFIGS; do
 				local -a envs=()
 				name=${cfg%%=*}
-				if [[ $cfg == rxm ]]; then
+				if [[ $cfg == rxm || $cfg == ibw || $cfg == ibr ]]; then
 					prov="verbs;ofi_rxm" dir=/nonexistent
 					((size > 8388608)) && continue
 				else
@@ -88,11 +114,15 @@ guest() {
 				[[ $RV_NODE -eq 1 ]] && sleep 1
 				counters /tmp/bft.c0
 				t0=$(cputicks)
-				local -a cmd=(env FI_PROVIDER_PATH="$dir" "${envs[@]}"
-					timeout 600 "$ftbin/fi_rdm_tagged_bw" -p "$prov"
-					-E="$port" -S "$size" -W "$WINDOW" -I "$iters" -w 1)
-				[[ $RV_NODE -eq 1 ]] && cmd+=("$server_ip")
-				out=$(cd /tmp && "${cmd[@]}" 2>&1) || rc=1
+				if [[ $cfg == ib? ]]; then
+					perftest_run "$cfg" "$size" "$iters" "$port" "$server_ip" || rc=1
+				else
+					local -a cmd=(env FI_PROVIDER_PATH="$dir" "${envs[@]}"
+						timeout 600 "$ftbin/fi_rdm_tagged_bw" -p "$prov"
+						-E="$port" -S "$size" -W "$WINDOW" -I "$iters" -w 1)
+					[[ $RV_NODE -eq 1 ]] && cmd+=("$server_ip")
+					out=$(cd /tmp && "${cmd[@]}" 2>&1) || rc=1
+				fi
 				t1=$(cputicks)
 				counters /tmp/bft.c1
 				echo "bft node=$RV_NODE rep=$rep cfg=$name size=$size $(grep -E '^[0-9]+[kmg]? ' <<<"$out" | tail -1)"
@@ -136,15 +166,25 @@ awk '/^bft node=1 / {
 	if (!(k in best) || bw > best[k]) best[k] = bw
 	sizes[v["size"]] = 1; if (!(v["cfg"] in seen)) { seen[v["cfg"]] = 1; cfgs[n++] = v["cfg"] }
 } END {
+	# Ratios: each rv build to rxm and to ib_write_bw, rxm to
+	# ib_read_bw, ib_write_bw to ib_read_bw (those measured).
+	m = 0
+	for (i = 0; i < n; i++) {
+		c = cfgs[i]
+		if (c == "rxm" || c == "ibw" || c == "ibr") continue
+		if ("rxm" in seen) { num[m] = c; den[m++] = "rxm" }
+		if ("ibw" in seen) { num[m] = c; den[m++] = "ibw" }
+	}
+	if (("rxm" in seen) && ("ibr" in seen)) { num[m] = "rxm"; den[m++] = "ibr" }
+	if (("ibw" in seen) && ("ibr" in seen)) { num[m] = "ibw"; den[m++] = "ibr" }
 	printf "%9s", "size"; for (i = 0; i < n; i++) printf " %10s", cfgs[i]
-	for (i = 0; i < n; i++) if (cfgs[i] != "rxm") printf " %10s", cfgs[i] "/rxm"
+	for (j = 0; j < m; j++) printf " %10s", num[j] "/" den[j]
 	printf "\n"
 	for (s in sizes) {
 		printf "%9d", s
 		for (i = 0; i < n; i++) { k = s SUBSEP cfgs[i]; printf " %10s", (k in best) ? sprintf("%.2f", best[k]) : "-" }
-		r = s SUBSEP "rxm"
-		for (i = 0; i < n; i++) if (cfgs[i] != "rxm") {
-			k = s SUBSEP cfgs[i]
+		for (j = 0; j < m; j++) {
+			k = s SUBSEP num[j]; r = s SUBSEP den[j]
 			printf " %10s", (k in best && r in best && best[r] > 0) ? sprintf("%.2f", best[k] / best[r]) : "-"
 		}
 		printf "\n"
