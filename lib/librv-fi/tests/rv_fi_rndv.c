@@ -104,79 +104,98 @@ static bool rv_ring(uint32_t *entries, uint64_t *overflows, uint64_t *failed)
  * side posted must be the RECVs the other got.
  */
 #define NRING		160
-#define RSLOT		(72ul << 10)
 
 static size_t ring_len(size_t i)
 {
 	return i % 5 == 4 ? (1ul << 20) + 8 * i : (64ul << 10) + 8 * i;
 }
 
-void t_ring(void)
-{
-	static struct fi_cq_tagged_entry sctx[NRING], rctx[NRING];
-	size_t off[NRING + 1], i, nsend = 0, nrecv = 0, bad = 0;
-	uint64_t mine = server ? 0x5000 : 0x6000;
-	uint64_t theirs = server ? 0x6000 : 0x5000;
-	uint64_t w0, r0, w1, r1, ov = 0, failed = 0, peer_r;
-	struct fi_cq_err_entry err;
-	uint32_t entries = 0;
+/* The NRING messages each way of t_ring(). */
+struct ring_msgs {
+	size_t off[NRING + 1];		/* of message i in sb and rb */
 	char *sb, *rb;
-	uint64_t t0;
-	bool ok = true;
+	uint64_t mine, theirs;		/* tags (and patterns) from */
+	struct fi_cq_tagged_entry sctx[NRING], rctx[NRING];
+};
 
-	for (off[0] = 0, i = 0; i < NRING; i++)
-		off[i + 1] = off[i] + ((ring_len(i) + 4095) & ~4095ul);
-	sb = mmap(NULL, off[NRING], PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	rb = mmap(NULL, off[NRING], PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (sb == MAP_FAILED || rb == MAP_FAILED)
+/* Maps and fills the buffers (each message on pages of its own). */
+static void ring_map(struct ring_msgs *m, uint64_t mine, uint64_t theirs)
+{
+	size_t i;
+
+	m->mine = mine;
+	m->theirs = theirs;
+	for (m->off[0] = 0, i = 0; i < NRING; i++)
+		m->off[i + 1] = m->off[i] + ((ring_len(i) + 4095) & ~4095ul);
+	m->sb = mmap(NULL, m->off[NRING], PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	m->rb = mmap(NULL, m->off[NRING], PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->sb == MAP_FAILED || m->rb == MAP_FAILED)
 		die("mmap", errno);
 	for (i = 0; i < NRING; i++)
-		fill(sb + off[i], ring_len(i), mine + i);
+		fill(m->sb + m->off[i], ring_len(i), mine + i);
+}
+
+static void ring_unmap(struct ring_msgs *m)
+{
+	munmap(m->sb, m->off[NRING]);
+	munmap(m->rb, m->off[NRING]);
+}
+
+/* Every receive, then (both sides ready) every send; false if one failed. */
+static bool ring_post(struct ring_msgs *m)
+{
+	bool ok = true;
+	size_t i;
+
+	for (i = 0; i < NRING; i++)
+		ok &= !trecv(m->rb + m->off[i], ring_len(i), peer,
+			     m->theirs + i, 0, &m->rctx[i]);
+	sync_peer();
+	for (i = 0; i < NRING; i++)
+		ok &= !tsend(m->sb + m->off[i], ring_len(i), m->mine + i,
+			     &m->sctx[i]);
+	return ok;
+}
+
+/* Message @i arrived whole: its length and every byte. */
+static bool ring_ok(size_t i, const struct fi_cq_tagged_entry *e, void *arg)
+{
+	const struct ring_msgs *m = arg;
+
+	return e->len == ring_len(i) &&
+	       check(m->rb + m->off[i], e->len, m->theirs + i) < 0;
+}
+
+/*
+ * Run with FI_RV_RING_ENTRIES=64 (-R): NRING rendezvous messages posted
+ * each way at once, every fifth 1 MiB (several writes each), far more
+ * writes and RECVs than the ring holds.  Every one must complete with
+ * its data, the kernel must report no ring overflow, and the writes one
+ * side posted must be the RECVs the other got.
+ */
+void t_ring(void)
+{
+	static struct ring_msgs m;
+	struct reap r = {
+		.what = "ring", .rctx = m.rctx, .n = NRING,
+		.recv_ok = ring_ok, .arg = &m,
+	};
+	uint64_t w0, r0, w1, r1, ov = 0, failed = 0, peer_r;
+	uint32_t entries = 0;
+	bool ok;
+
+	ring_map(&m, server ? 0x5000 : 0x6000, server ? 0x6000 : 0x5000);
 	sync_peer();
 	if (!rv_counters(&w0, &r0))
 		w0 = r0 = 0;
-	for (i = 0; i < NRING; i++)
-		ok &= !trecv(rb + off[i], ring_len(i), peer, theirs + i, 0,
-			     &rctx[i]);
-	sync_peer();
-	for (i = 0; i < NRING; i++)
-		ok &= !tsend(sb + off[i], ring_len(i), mine + i, &sctx[i]);
-	t0 = now_ms();
-	while ((nsend < NRING || nrecv < NRING) && now_ms() - t0 < 4 * WAIT_MS) {
-		struct fi_cq_tagged_entry e;
-		ssize_t n;
-
-		n = fi_cq_read(txcq, &e, 1);
-		if (n == 1) {
-			nsend++;
-		} else if (n == -FI_EAVAIL &&
-			   fi_cq_readerr(txcq, &err, 0) == 1) {
-			diag("send error %d (prov %d)", err.err, err.prov_errno);
-			ok = false;
-			nsend++;
-		}
-		n = fi_cq_read(rxcq, &e, 1);
-		if (n == 1) {
-			i = (struct fi_cq_tagged_entry *)e.op_context - rctx;
-			if (i >= NRING || e.len != ring_len(i) ||
-			    check(rb + off[i], e.len, theirs + i) >= 0) {
-				if (bad++ < 4)
-					diag("ring message %zu bad", i);
-				ok = false;
-			}
-			nrecv++;
-		} else if (n == -FI_EAVAIL &&
-			   fi_cq_readerr(rxcq, &err, 0) == 1) {
-			diag("recv error %d (prov %d)", err.err, err.prov_errno);
-			ok = false;
-			nrecv++;
-		}
-	}
-	result(ok && nsend == NRING && nrecv == NRING, "ring-bound-all-complete",
-	       "%zu of %d sends, %zu of %d receives, %zu bad", nsend, NRING,
-	       nrecv, NRING, bad);
+	ok = ring_post(&m);
+	ok &= reap(&r, 4 * WAIT_MS);
+	result(ok && r.nsend == NRING && r.nrecv == NRING,
+	       "ring-bound-all-complete",
+	       "%zu of %d sends, %zu of %d receives, %zu bad", r.nsend, NRING,
+	       r.nrecv, NRING, r.bad);
 	sync_peer();
 	if (!rv_counters(&w1, &r1))
 		w1 = r1 = 0;
@@ -200,7 +219,6 @@ void t_ring(void)
 	       (unsigned long long)peer_r, NRING);
 	diag("ring of %u entries: %llu writes posted for %d messages",
 	     entries, (unsigned long long)(w1 - w0), NRING);
-	munmap(sb, off[NRING]);
-	munmap(rb, off[NRING]);
+	ring_unmap(&m);
 	sync_peer();
 }
