@@ -524,6 +524,12 @@ static int ep_attach(struct rvfi_ep *ep)
 	ep->ring_entries = at.ring_entries;
 	ep->tx_max = at.ring_entries / 2;
 	ep->rx_max = at.ring_entries / 2 - RVFI_RING_SLACK;
+	/*
+	 * Tests only: no bound, so that the kernel ring overflows for real.
+	 * Half of UINT32_MAX: used + n never wraps.
+	 */
+	if (rvfi_env.test_ring_unbounded)
+		ep->tx_max = ep->rx_max = UINT32_MAX / 2;
 	ep->token_user_mask = UINT32_MAX >> ep->slot_bits;
 	ep->ntokens = 4096;
 	while (ep->ntokens - 1 > ep->token_user_mask)

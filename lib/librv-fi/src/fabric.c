@@ -114,6 +114,14 @@ void rvfi_env_init(void)
 
 		rvfi_env.close_delay_ms = ms > 10000 ? 10000 : ms;
 	}
+	/*
+	 * Tests only: lets the event ring overflow, to exercise
+	 * ring_overflowed().  Loud, as no application should run with it.
+	 */
+	v = getenv("FI_RV_TEST_RING_UNBOUNDED");
+	rvfi_env.test_ring_unbounded = v && *v && strcmp(v, "0");
+	if (rvfi_env.test_ring_unbounded)
+		RVFI_WARN("FI_RV_TEST_RING_UNBOUNDED: rendezvous not bounded by the event ring (tests only): completions may fail with -EOVERFLOW\n");
 	job_key_init();
 }
 

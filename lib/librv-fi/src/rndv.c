@@ -869,6 +869,11 @@ static void fail_dead(struct rvfi_ep *ep, struct rvfi_op *op)
 {
 	struct rvfi_cq *cq = op->kind == RVFI_SEND ? ep->tx_cq : ep->rx_cq;
 
+	/*
+	 * The reserved entry becomes this one now, not when the op is freed
+	 * at close: until then it would count twice against the CQ's size.
+	 */
+	rvfi_op_unreserve(op);
 	if (cq)
 		rvfi_cq_push_err(cq, op->context, op->cq_flags,
 				 op->kind == RVFI_RECV ? op->xfer : 0,

@@ -196,6 +196,8 @@ struct rvfi_env {
 	char device[64];
 	/* FI_RV_CLOSE_DELAY_MS: test hook, see ep_close() */
 	unsigned int close_delay_ms;
+	/* FI_RV_TEST_RING_UNBOUNDED: test hook, see ep_attach() */
+	bool test_ring_unbounded;
 	/* FI_RV_STATS: time the rendezvous, print at endpoint close */
 	bool stats;
 	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (opt-in) */

@@ -57,6 +57,24 @@ void t_sizes(void)
 	}
 }
 
+/* Mostly eager, every 7th a rendezvous; each in its slot of the buffer. */
+#define INFLIGHT_SLOT	((BIG / NINFLIGHT) & ~4095ul)
+
+static size_t inflight_len(size_t i)
+{
+	return i % 7 ? 512 + i : INFLIGHT_SLOT - 64;
+}
+
+static bool inflight_ok(size_t i, const struct fi_cq_tagged_entry *e,
+			void *arg)
+{
+	uint64_t theirs = *(const uint64_t *)arg;
+
+	return e->tag == theirs + i &&
+	       check(rbuf + i * INFLIGHT_SLOT, e->len, theirs + i) < 0 &&
+	       e->len == inflight_len(i);
+}
+
 /*
  * Many messages in flight both ways at once: each side pre-posts its
  * receives, then sends all of its messages, then reaps everything.
@@ -64,62 +82,30 @@ void t_sizes(void)
 void t_inflight(void)
 {
 	static struct fi_cq_tagged_entry sctx[NINFLIGHT], rctx[NINFLIGHT];
-	size_t slot = (BIG / NINFLIGHT) & ~4095ul, i;
-	size_t nsend = 0, nrecv = 0;
-	struct fi_cq_err_entry err;
+	size_t slot = INFLIGHT_SLOT, i;
 	bool ok = true;
 	uint64_t mine = server ? 0x1000 : 0x2000;
 	uint64_t theirs = server ? 0x2000 : 0x1000;
-	uint64_t t0;
+	struct reap r = {
+		.what = "in-flight", .rctx = rctx, .n = NINFLIGHT,
+		.recv_ok = inflight_ok, .arg = &theirs,
+	};
 
 	for (i = 0; i < NINFLIGHT; i++) {
-		/* Mostly eager, every 7th a rendezvous. */
-		size_t len = i % 7 ? 512 + i : slot - 64;
-
-		memset(rbuf + i * slot, 0, len);
+		memset(rbuf + i * slot, 0, inflight_len(i));
 		ok &= !trecv(rbuf + i * slot, slot, peer, theirs + i, 0,
 			     &rctx[i]);
 	}
 	sync_peer();
 	for (i = 0; i < NINFLIGHT; i++) {
-		size_t len = i % 7 ? 512 + i : slot - 64;
-
-		fill(sbuf + i * slot, len, mine + i);
-		ok &= !tsend(sbuf + i * slot, len, mine + i, &sctx[i]);
+		fill(sbuf + i * slot, inflight_len(i), mine + i);
+		ok &= !tsend(sbuf + i * slot, inflight_len(i), mine + i,
+			     &sctx[i]);
 	}
-	t0 = now_ms();
-	while (nsend < NINFLIGHT || nrecv < NINFLIGHT) {
-		struct fi_cq_tagged_entry e;
-		ssize_t n;
-
-		n = fi_cq_read(txcq, &e, 1);
-		if (n == 1) {
-			nsend++;
-		} else if (n == -FI_EAVAIL &&
-			   fi_cq_readerr(txcq, &err, 0) == 1) {
-			ok = false;
-			nsend++;
-		}
-		n = fi_cq_read(rxcq, &e, 1);
-		if (n == 1) {
-			i = (struct fi_cq_tagged_entry *)e.op_context - rctx;
-			if (i >= NINFLIGHT || e.tag != theirs + i ||
-			    check(rbuf + i * slot, e.len, theirs + i) >= 0 ||
-			    e.len != (i % 7 ? 512 + i : slot - 64)) {
-				ok = false;
-				diag("in-flight message %zu bad", i);
-			}
-			nrecv++;
-		} else if (n == -FI_EAVAIL &&
-			   fi_cq_readerr(rxcq, &err, 0) == 1) {
-			ok = false;
-			nrecv++;
-		}
-		if (now_ms() - t0 > WAIT_MS)
-			break;
-	}
-	result(ok && nsend == NINFLIGHT && nrecv == NINFLIGHT, "inflight-both-ways",
-	       "%zu of %d sends, %zu receives", nsend, NINFLIGHT, nrecv);
+	ok &= reap(&r, WAIT_MS);
+	result(ok && r.nsend == NINFLIGHT && r.nrecv == NINFLIGHT,
+	       "inflight-both-ways", "%zu of %d sends, %zu receives",
+	       r.nsend, NINFLIGHT, r.nrecv);
 	sync_peer();
 }
 

@@ -4,8 +4,13 @@
  * libfabric API only (plus rv's read-only DUMP of this process's counters,
  * to check which path a message took).
  *
- *   rv_fi_test -s [-p PORT]            node A (waits for B)
- *   rv_fi_test -c HOST [-p PORT]       node B
+ *   rv_fi_test -s [-p PORT] [-R | -O]          node A (waits for B)
+ *   rv_fi_test -c HOST [-p PORT] [-R | -O]     node B
+ *
+ * -R runs only t_ring() (with FI_RV_RING_ENTRIES=64), -O only
+ * t_ring_overflow() (with FI_RV_RING_ENTRIES=64 and
+ * FI_RV_TEST_RING_UNBOUNDED=1): the provider reads its environment once,
+ * so each is a run of its own.
  *
  * The two meet over a TCP control connection (PORT, default 18571) that
  * carries the endpoint names and a one-byte barrier between the cases.
@@ -50,24 +55,26 @@ static void (*const cases[])(void) = {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT] [-R]\n");
+	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT] [-R | -O]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	const char *host = NULL, *port = "18571";
-	bool ring_only = false;
+	void (*only)(void) = NULL;
 	size_t i;
 	int c;
 
-	while ((c = getopt(argc, argv, "sc:p:D:R")) != -1) {
+	while ((c = getopt(argc, argv, "sc:p:D:RO")) != -1) {
 		switch (c) {
 		case 's': server = true; break;
 		case 'c': host = optarg; break;
 		case 'p': port = optarg; break;
 		case 'D': break;	/* accepted for the VM scripts */
-		case 'R': ring_only = true; break;	/* FI_RV_RING_ENTRIES=64 */
+		case 'R': only = t_ring; break;	/* FI_RV_RING_ENTRIES=64 */
+		/* FI_RV_RING_ENTRIES=64 FI_RV_TEST_RING_UNBOUNDED=1 */
+		case 'O': only = t_ring_overflow; break;
 		default: usage();
 		}
 	}
@@ -80,8 +87,8 @@ int main(int argc, char **argv)
 	ctl_connect(host, port);
 	setup();
 
-	if (ring_only) {
-		t_ring();
+	if (only) {
+		only();
 		goto out;
 	}
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

@@ -26,6 +26,7 @@ void t_threads(void);
 /* rv_fi_rndv.c */
 void t_rv_counters(void);
 void t_ring(void);		/* rv_fi_test -R only */
+void t_ring_overflow(void);	/* rv_fi_test -O only */
 
 /* rv_fi_peek.c */
 void t_misc(void);

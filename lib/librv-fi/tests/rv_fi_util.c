@@ -382,6 +382,53 @@ bool rv_counters(uint64_t *writes, uint64_t *recvs)
 	return found;
 }
 
+/* ---- many messages in flight --------------------------------------------- */
+
+/*
+ * Reads both CQs until @r->n sends and @r->n receives have completed or
+ * @ms passed.  An error entry counts as the completion of its operation
+ * and makes the result false; so does a receive that @r->recv_ok refuses
+ * (or whose context is not one of @r->rctx).
+ */
+bool reap(struct reap *r, uint64_t ms)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	uint64_t t0 = now_ms();
+	bool ok = true;
+	ssize_t n;
+	size_t i;
+
+	r->nsend = r->nrecv = r->bad = 0;
+	while ((r->nsend < r->n || r->nrecv < r->n) && now_ms() - t0 < ms) {
+		n = fi_cq_read(txcq, &e, 1);
+		if (n == 1) {
+			r->nsend++;
+		} else if (n == -FI_EAVAIL &&
+			   fi_cq_readerr(txcq, &err, 0) == 1) {
+			diag("send error %d (prov %d)", err.err, err.prov_errno);
+			ok = false;
+			r->nsend++;
+		}
+		n = fi_cq_read(rxcq, &e, 1);
+		if (n == 1) {
+			i = (struct fi_cq_tagged_entry *)e.op_context - r->rctx;
+			if (i >= r->n || !r->recv_ok(i, &e, r->arg)) {
+				if (r->bad++ < 4)
+					diag("%s message %zu bad", r->what, i);
+				ok = false;
+			}
+			r->nrecv++;
+		} else if (n == -FI_EAVAIL &&
+			   fi_cq_readerr(rxcq, &err, 0) == 1) {
+			diag("recv error %d (prov %d)", err.err, err.prov_errno);
+			ok = false;
+			r->nrecv++;
+		}
+	}
+	return ok;
+}
+
 /* ---- more send and receive helpers --------------------------------------- */
 
 struct fi_info *addr_hints(uint32_t format, uint64_t caps)

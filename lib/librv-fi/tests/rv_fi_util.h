@@ -105,6 +105,26 @@ int msend_wait(const void *buf, size_t len, fi_addr_t to);
 /* A receives @n tags from @t0 on, in any order; true if all came. */
 bool recv_tags(uint64_t t0, int n);
 
+/* ---- many messages in flight --------------------------------------------- */
+
+/* What reap() waits for and what it found. */
+struct reap {
+	const char *what;		/* names a bad message in diag() */
+	struct fi_cq_tagged_entry *rctx;	/* the receives' contexts */
+	size_t n;			/* sends and receives each */
+	/* A successful receive of rctx[i]: false if its message is bad. */
+	bool (*recv_ok)(size_t i, const struct fi_cq_tagged_entry *e,
+			void *arg);
+	void *arg;
+	size_t nsend, nrecv, bad;	/* completions read, bad messages */
+};
+
+/*
+ * Reads both CQs until n sends and n receives have completed or @ms
+ * passed; true if none was an error entry and none was bad.
+ */
+bool reap(struct reap *r, uint64_t ms);
+
 /* ---- rv's counters of this process --------------------------------------- */
 
 bool rv_self_record(struct rv_dump_proc *sum);

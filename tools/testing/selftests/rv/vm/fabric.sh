@@ -14,6 +14,9 @@
 #                           a hostile raw-TCP peer refused, two endpoints
 #                           of one node); node 0 then checks that its
 #                           provider logged the refusals (FI_WARN)
+#   rv_fi_test -R           a 64-entry event ring bounds the rendezvous
+#   rv_fi_test -O           the same ring overflowing (bound switched off):
+#                           every completion still comes, once
 #   fi_pingpong -p rv -e rdm  msg and tagged, the default sizes, then
 #                           1 MiB and 4 MiB (rendezvous) with data checks
 #
@@ -124,6 +127,25 @@ if [[ -x $FT ]]; then
 		tap_ok "fitest-ring-exit"
 	else
 		tap_fail "fitest-ring-exit" "exit status $rc, $n results"
+	fi
+fi
+
+# The fallback when that ring overflows anyway: the same traffic with the
+# provider's bound switched off (tests only), so the 64-entry ring
+# overflows for real (rv_fi_test -O); the provider must say so (FI_WARN).
+if [[ -x $FT ]]; then
+	fitest fitest-ovf FI_RV_RING_ENTRIES=64 FI_RV_TEST_RING_UNBOUNDED=1 \
+		-- -p 18578 -O
+	if [[ $rc -eq 0 && $n -eq 5 ]]; then
+		tap_ok "fitest-ovf-exit"
+	else
+		tap_fail "fitest-ovf-exit" "exit status $rc, $n results"
+	fi
+	grep 'rv event ring overflowed' <<<"$out" | head -2 | sed 's/^/# /'
+	if grep -q 'rv event ring overflowed' <<<"$out"; then
+		tap_ok "fitest-ovf-warned"
+	else
+		tap_fail "fitest-ovf-warned" "no FI_WARN for the ring overflow"
 	fi
 fi
 
