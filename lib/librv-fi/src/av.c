@@ -84,17 +84,18 @@ int rvfi_av_find(struct rvfi_av *av, const struct rvfi_addr *a,
 	return -FI_ENOENT;
 }
 
-static int av_insert(struct fid_av *fid, const void *addr, size_t count,
-		     fi_addr_t *fi_addr, uint64_t flags, void *context)
+/*
+ * Inserts @count addresses; @bad, if not NULL, gets a mark for each one
+ * rejected.  Returns how many were inserted.
+ */
+static int av_insert_now(struct rvfi_av *av, const void *addr, size_t count,
+			 fi_addr_t *fi_addr, uint64_t flags, void *context,
+			 bool *bad)
 {
-	struct rvfi_av *av = container_of(fid, struct rvfi_av, av);
 	const uint8_t *a = addr;
 	int done = 0;
 	size_t i;
 
-	(void)context;
-	if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR))
-		return -FI_EINVAL;
 	if (count && !addr)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&av->dom->lock);
@@ -129,6 +130,8 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 		if (!ok || !rvfi_addr_valid(&e->addr) || !e->addr.ip) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;
+			if (bad)
+				bad[i] = true;
 			if (flags & FI_SYNC_ERR)
 				((int *)context)[i] = FI_EINVAL;
 			a += len;
@@ -146,6 +149,65 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count,
 	av->gen++;
 	pthread_mutex_unlock(&av->dom->lock);
 	return done;
+}
+
+/*
+ * FI_EVENT: the insert is done at once all the same; its outcome goes to
+ * the bound EQ as one error entry per rejected address (data = its index),
+ * then FI_AV_COMPLETE with the number inserted, as fi_av(3) orders them.
+ */
+static int av_insert_event(struct rvfi_av *av, const void *addr,
+			   size_t count, fi_addr_t *fi_addr, uint64_t flags,
+			   void *context)
+{
+	struct fi_eq_entry done = { .fid = &av->av.fid, .context = context };
+	bool *bad = NULL;
+	size_t i;
+	int ret;
+
+	if (flags & FI_SYNC_ERR)
+		return -FI_EINVAL;
+	if (!av->eq)
+		return -FI_ENOEQ;
+	if (count) {
+		bad = calloc(count, sizeof(*bad));
+		if (!bad)
+			return -FI_ENOMEM;
+	}
+	ret = av_insert_now(av, addr, count, fi_addr, flags, context, bad);
+	if (ret < 0) {
+		free(bad);
+		return ret;
+	}
+	for (i = 0; i < count; i++) {
+		struct fi_eq_err_entry err = {
+			.fid = &av->av.fid, .context = context, .data = i,
+			.err = FI_EINVAL, .prov_errno = -FI_EINVAL,
+		};
+
+		if (bad[i])
+			rvfi_eq_report(av->eq, FI_AV_COMPLETE, &err,
+				       sizeof(err), true);
+	}
+	free(bad);
+	done.data = (uint64_t)ret;
+	rvfi_eq_report(av->eq, FI_AV_COMPLETE, &done, sizeof(done), false);
+	return 0;
+}
+
+static int av_insert(struct fid_av *fid, const void *addr, size_t count,
+		     fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	struct rvfi_av *av = container_of(fid, struct rvfi_av, av);
+
+	if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR))
+		return -FI_EINVAL;
+	if (count && !addr)
+		return -FI_EINVAL;
+	if (av->event)
+		return av_insert_event(av, addr, count, fi_addr, flags,
+				       context);
+	return av_insert_now(av, addr, count, fi_addr, flags, context, NULL);
 }
 
 /* node/service as fi_getinfo takes them: one bare address. */
@@ -288,15 +350,33 @@ static int av_close(struct fid *fid)
 	}
 	dom->refs--;
 	pthread_mutex_unlock(&dom->lock);
+	if (av->eq)
+		rvfi_eq_put(av->eq);
 	free(av->tab);
 	free(av);
+	return 0;
+}
+
+/* An AV opened with FI_EVENT reports its inserts to one EQ. */
+static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct rvfi_av *av = container_of(fid, struct rvfi_av, av.fid);
+
+	if (!bfid || bfid->fclass != FI_CLASS_EQ || flags)
+		return -FI_EINVAL;
+	if (!av->event)
+		return -FI_ENOSYS;
+	if (av->eq)
+		return -FI_EBUSY;
+	av->eq = container_of(bfid, struct fid_eq, fid);
+	rvfi_eq_get(av->eq);
 	return 0;
 }
 
 static struct fi_ops av_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = av_close,
-	.bind = rvfi_no_bind,
+	.bind = av_bind,
 	.control = rvfi_no_control,
 	.ops_open = rvfi_no_ops_open,
 	.tostr = rvfi_no_tostr,
@@ -317,13 +397,12 @@ int rvfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 	if (attr->rx_ctx_bits || attr->name || (attr->flags & ~(uint64_t)
 						(FI_EVENT | FI_SYMMETRIC)))
 		return -FI_ENOSYS;
-	if (attr->flags & FI_EVENT)
-		return -FI_ENOSYS;
 	av = calloc(1, sizeof(*av));
 	if (!av)
 		return -FI_ENOMEM;
 	av->dom = dom;
 	av->type = attr->type == FI_AV_UNSPEC ? FI_AV_MAP : attr->type;
+	av->event = attr->flags & FI_EVENT;
 	av->av.fid.fclass = FI_CLASS_AV;
 	av->av.fid.context = context;
 	av->av.fid.ops = &av_fi_ops;

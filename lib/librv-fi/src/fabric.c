@@ -142,102 +142,6 @@ FI_EXT_INI
 	return &rvfi_prov;
 }
 
-/* ---- EQ ------------------------------------------------------------------ */
-
-struct rvfi_eq {
-	struct fid_eq eq;
-	struct rvfi_fabric *fab;
-};
-
-static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
-		       size_t len, uint64_t flags)
-{
-	(void)eq; (void)event; (void)buf; (void)len; (void)flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,
-			  uint64_t flags)
-{
-	(void)eq; (void)buf; (void)flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf,
-			size_t len, uint64_t flags)
-{
-	(void)eq; (void)event; (void)buf; (void)len; (void)flags;
-	return -FI_ENOSYS;
-}
-
-/* Nothing is ever reported: wait out the timeout (bounded) and say so. */
-static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
-			size_t len, int timeout, uint64_t flags)
-{
-	(void)eq; (void)event; (void)buf; (void)len; (void)flags;
-	poll(NULL, 0, timeout < 0 || timeout > 1000 ? 1000 : timeout);
-	return -FI_EAGAIN;
-}
-
-static const char *eq_strerror(struct fid_eq *eq, int prov_errno,
-			       const void *err_data, char *buf, size_t len)
-{
-	(void)eq; (void)err_data;
-	if (buf && len)
-		snprintf(buf, len, "%s", fi_strerror(prov_errno));
-	return buf ? buf : fi_strerror(prov_errno);
-}
-
-static struct fi_ops_eq eq_ops = {
-	.size = sizeof(struct fi_ops_eq),
-	.read = eq_read,
-	.readerr = eq_readerr,
-	.write = eq_write,
-	.sread = eq_sread,
-	.strerror = eq_strerror,
-};
-
-static int eq_close(struct fid *fid)
-{
-	struct rvfi_eq *eq = container_of(fid, struct rvfi_eq, eq.fid);
-
-	eq->fab->refs--;
-	free(eq);
-	return 0;
-}
-
-static struct fi_ops eq_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = eq_close,
-	.bind = rvfi_no_bind,
-	.control = rvfi_no_control,
-	.ops_open = rvfi_no_ops_open,
-	.tostr = rvfi_no_tostr,
-	.ops_set = rvfi_no_ops_set,
-};
-
-int rvfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-		 struct fid_eq **eqp, void *context)
-{
-	struct rvfi_fabric *fab = container_of(fabric, struct rvfi_fabric, fab);
-	struct rvfi_eq *eq;
-
-	if (attr && attr->wait_obj != FI_WAIT_NONE &&
-	    attr->wait_obj != FI_WAIT_UNSPEC)
-		return -FI_ENOSYS;
-	eq = calloc(1, sizeof(*eq));
-	if (!eq)
-		return -FI_ENOMEM;
-	eq->fab = fab;
-	eq->eq.fid.fclass = FI_CLASS_EQ;
-	eq->eq.fid.context = context;
-	eq->eq.fid.ops = &eq_fi_ops;
-	eq->eq.ops = &eq_ops;
-	fab->refs++;
-	*eqp = &eq->eq;
-	return 0;
-}
-
 /* ---- fabric -------------------------------------------------------------- */
 
 static int fabric_close(struct fid *fid)
@@ -274,10 +178,20 @@ static int no_wait_open(struct fid_fabric *f, struct fi_wait_attr *a,
 	return -FI_ENOSYS;
 }
 
-static int no_trywait(struct fid_fabric *f, struct fid **fids, int count)
+/* Only EQs have a wait object fi_trywait() knows of. */
+static int fabric_trywait(struct fid_fabric *f, struct fid **fids, int count)
 {
-	(void)f; (void)fids; (void)count;
-	return -FI_ENOSYS;
+	int i, ret;
+
+	(void)f;
+	for (i = 0; i < count; i++) {
+		if (fids[i]->fclass != FI_CLASS_EQ)
+			return -FI_ENOSYS;
+		ret = rvfi_eq_trywait(container_of(fids[i], struct fid_eq, fid));
+		if (ret)
+			return ret;
+	}
+	return FI_SUCCESS;
 }
 
 static int domain2(struct fid_fabric *fabric, struct fi_info *info,
@@ -294,7 +208,7 @@ static struct fi_ops_fabric fabric_ops = {
 	.passive_ep = no_pep,
 	.eq_open = rvfi_eq_open,
 	.wait_open = no_wait_open,
-	.trywait = no_trywait,
+	.trywait = fabric_trywait,
 	.domain2 = domain2,
 };
 

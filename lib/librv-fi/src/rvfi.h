@@ -240,6 +240,8 @@ struct rvfi_av {
 	size_t count, cap;
 	uint64_t gen;		/* bumped on every insert and remove */
 	int refs;		/* bound endpoints */
+	bool event;		/* FI_EVENT: inserts reported to @eq */
+	struct fid_eq *eq;	/* bound EQ (a reference), or NULL */
 };
 
 int rvfi_av_find(struct rvfi_av *av, const struct rvfi_addr *a,
@@ -678,6 +680,12 @@ int rvfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **dom, void *context);
 int rvfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		 struct fid_eq **eq, void *context);
+/* eq.c: what an AV with FI_EVENT reports; an EQ bound to an AV */
+void rvfi_eq_report(struct fid_eq *eq, uint32_t event, const void *buf,
+		    size_t len, bool err);
+void rvfi_eq_get(struct fid_eq *eq);
+void rvfi_eq_put(struct fid_eq *eq);
+int rvfi_eq_trywait(struct fid_eq *eq);
 int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 		 uint64_t flags, const struct fi_info *hints,
 		 struct fi_info **info);
