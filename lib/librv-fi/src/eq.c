@@ -93,7 +93,8 @@ static int eq_push(struct rvfi_eq *eq, uint32_t event, const void *buf,
 	e->event = event;
 	e->err = err;
 	e->len = len;
-	memcpy(&e->u, buf, len);
+	if (len)
+		memcpy(&e->u, buf, len);
 	rvfi_list_add_tail(&eq->entries, &e->link);
 	eq->n++;
 	eq_level(eq);
@@ -188,7 +189,8 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf,
 	if (!ret) {
 		if (event)
 			*event = e->event;
-		memcpy(buf, &e->u, e->len);
+		if (e->len)
+			memcpy(buf, &e->u, e->len);
 		ret = (ssize_t)e->len;
 		if (!(flags & FI_PEEK))
 			eq_pop(eq, e);
