@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rvfi.h"
@@ -238,20 +237,12 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf,
 	return ret ? ret : (ssize_t)len;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* timeout < 0 waits for an entry as long as it takes (fi_eq(3)). */
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf,
 			size_t len, int timeout, uint64_t flags)
 {
 	struct rvfi_eq *eq = to_eq(fid);
-	int64_t end = timeout < 0 ? 0 : now_ms() + timeout;
+	int64_t end = timeout < 0 ? 0 : (int64_t)rvfi_now_ms() + timeout;
 	struct pollfd p;
 	ssize_t ret;
 
@@ -266,7 +257,7 @@ static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf,
 		if (ret != -FI_EAGAIN)
 			return ret;
 		if (timeout >= 0) {
-			int64_t d = end - now_ms();
+			int64_t d = end - (int64_t)rvfi_now_ms();
 
 			if (d <= 0)
 				return -FI_EAGAIN;
