@@ -105,6 +105,17 @@ void rvfi_env_init(void)
 		snprintf(rvfi_env.device, sizeof(rvfi_env.device), "%s", v);
 	v = getenv("FI_RV_YIELD");
 	rvfi_env.yield = v && *v && strcmp(v, "0");
+	rvfi_env.sq_retry_us = RVFI_SQ_RETRY_US;
+	v = getenv("FI_RV_SQ_RETRY_US");
+	if (v && *v) {
+		unsigned long us = strtoul(v, NULL, 0);
+
+		if (us >= 1 && us <= RVFI_SQ_RETRY_US_MAX)
+			rvfi_env.sq_retry_us = (unsigned int)us;
+		else
+			RVFI_WARN("FI_RV_SQ_RETRY_US %s not in 1..%u: using %u\n",
+				  v, RVFI_SQ_RETRY_US_MAX, RVFI_SQ_RETRY_US);
+	}
 	v = getenv("FI_RV_STATS");
 	rvfi_env.stats = v && *v && strcmp(v, "0");
 	/* Tests only: bounded, a typo cannot hang a close for long. */
@@ -138,6 +149,9 @@ FI_EXT_INI
 			"rv QPs per remote node (default: the module's)");
 	fi_param_define(&rvfi_prov, "ring_entries", FI_PARAM_INT,
 			"rv event ring entries per endpoint, a power of two (default: the module's)");
+	fi_param_define(&rvfi_prov, "sq_retry_us", FI_PARAM_INT,
+			"Microseconds before writes rv refused (its queues full) are retried when none of ours completed since, 1..%d (default %d)",
+			RVFI_SQ_RETRY_US_MAX, RVFI_SQ_RETRY_US);
 	rvfi_env_init();
 	return &rvfi_prov;
 }

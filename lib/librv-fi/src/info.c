@@ -371,7 +371,13 @@ int rvfi_getinfo(uint32_t version, const char *node, const char *service,
 				     FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
-	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	/*
+	 * FI_RM_ENABLED unless asked otherwise: a domain opened with
+	 * FI_RM_DISABLED reports CQ overruns instead of refusing posts.
+	 */
+	fi->domain_attr->resource_mgmt = hd &&
+		hd->resource_mgmt == FI_RM_DISABLED ? FI_RM_DISABLED :
+		FI_RM_ENABLED;
 	fi->domain_attr->av_type = hd && hd->av_type ? hd->av_type :
 				   FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = pick_mr_mode(version, hd ? hd->mr_mode : 0);

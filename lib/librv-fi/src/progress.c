@@ -4,8 +4,9 @@
  * held from CQ reads and the data calls.  One epoll_wait() without a
  * timeout collects the ready sockets of every endpoint of the domain;
  * then every endpoint's rv event ring is drained (no system call) and
- * writes that got EAGAIN are retried, and messages that waited for CQ
- * room go to their multi-receive buffers.
+ * writes that got EAGAIN are retried (once a write to their node
+ * completed or FI_RV_SQ_RETRY_US passed), and messages that waited for
+ * CQ room go to their multi-receive buffers.
  */
 #include <errno.h>
 #include <poll.h>

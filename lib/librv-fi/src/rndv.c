@@ -60,12 +60,17 @@
 #define RVFI_CONN_TIMEOUT_MS	120000
 #define RVFI_RECONNECT_MS	10000
 
-uint64_t rvfi_now_ms(void)
+static uint64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+	return ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
+}
+
+uint64_t rvfi_now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 /* ---- FI_RV_STATS --------------------------------------------------------- */
@@ -426,6 +431,8 @@ static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 		rvfi_list_add_tail(&ep->writing, &op->link);
 		return;
 	}
+	if (ret == -EAGAIN && n)
+		n->sq_full_us = now_us();
 	/* No ring room, not connected yet, or queues full: from progress. */
 	if (!ret || ret == -EAGAIN ||
 	    (ret == -EPIPE && node_usable(ep, n, false) &&
@@ -522,6 +529,12 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 			send_rdata(ep, op);
 			return;
 		}
+	}
+	/* rv's queues to that node are full: behind the writes waiting. */
+	if (op->peer->node && op->peer->node->sq_full_us) {
+		op->state = RVFI_ST_WRITE_PENDING;
+		rvfi_list_add_tail(&ep->write_pending, &op->link);
+		return;
 	}
 	post_write(ep, op);
 }
@@ -827,6 +840,9 @@ static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 		op = (struct rvfi_op *)(uintptr_t)e->wr_id;
 		if (ep->tx_used)
 			ep->tx_used--;
+		/* Its send queue slots are free: writes waiting may go. */
+		if (op->peer->node)
+			op->peer->node->sq_full_us = 0;
 		/* Already failed by a ring overflow: kept until close. */
 		if (op->dead)
 			return;
@@ -926,6 +942,7 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 {
 	struct rv_event evs[64];
 	struct rvfi_list retry, *pos, *tmp;
+	uint64_t now = 0;
 	int n, i;
 
 	do {
@@ -945,15 +962,32 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 
 	if (rvfi_list_empty(&ep->write_pending))
 		return;
-	/* Retry each pending write once; post_write() re-queues EAGAINs. */
+	/*
+	 * Retry each pending write once, in order; post_write() re-queues
+	 * EAGAINs.  One refusal holds the node's other writes until a write
+	 * to it completes or FI_RV_SQ_RETRY_US pass.
+	 */
 	rvfi_list_init(&retry);
 	rvfi_list_for_each_safe(pos, tmp, &ep->write_pending) {
 		rvfi_list_del(pos);
 		rvfi_list_add_tail(&retry, pos);
 	}
 	rvfi_list_for_each_safe(pos, tmp, &retry) {
+		struct rvfi_op *op = container_of(pos, struct rvfi_op, link);
+		struct rvfi_node *node = op->peer->node;
+
 		rvfi_list_del(pos);
-		post_write(ep, container_of(pos, struct rvfi_op, link));
+		if (node && node->sq_full_us) {
+			if (!now)
+				now = now_us();
+			/* Not "now - full": @now may predate this pass's. */
+			if (now < node->sq_full_us + rvfi_env.sq_retry_us) {
+				rvfi_list_add_tail(&ep->write_pending, pos);
+				continue;
+			}
+			node->sq_full_us = 0;
+		}
+		post_write(ep, op);
 	}
 }
 

@@ -75,6 +75,9 @@
  * that already released its reservation (completed over TCP).
  */
 #define RVFI_RING_SLACK		8
+/* FI_RV_SQ_RETRY_US: default and largest */
+#define RVFI_SQ_RETRY_US	200
+#define RVFI_SQ_RETRY_US_MAX	1000000
 
 extern struct fi_provider rvfi_prov;
 
@@ -202,6 +205,8 @@ struct rvfi_env {
 	bool stats;
 	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (opt-in) */
 	bool yield;
+	/* FI_RV_SQ_RETRY_US: see struct rvfi_node.sq_full_us */
+	unsigned int sq_retry_us;
 };
 
 extern struct rvfi_env rvfi_env;
@@ -521,6 +526,16 @@ struct rvfi_node {
 	uint32_t handle;
 	int state;			/* RV_CONN_STATE_* last seen */
 	uint64_t last_connect;		/* rvfi_now_ms() of the last CONNECT */
+	/*
+	 * When rv last refused a write to this node (EAGAIN: its send
+	 * queues full, or connecting), in microseconds; 0 once a write of
+	 * ours to it completed since.  The writes waiting for it are retried
+	 * then or FI_RV_SQ_RETRY_US later (the QPs are shared with the job's
+	 * other processes, whose completions we do not see), not on every
+	 * progress call: a refused POST_WRITES is a system call, and its CPU
+	 * is what the device's own work needs on a busy node.
+	 */
+	uint64_t sq_full_us;
 };
 
 /* An accepted TCP connection: frames from one peer to us. */

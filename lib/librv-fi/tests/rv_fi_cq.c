@@ -42,7 +42,7 @@ void t_cq_limits(void)
 	struct fid_av *av2 = NULL, *av3 = NULL;
 	struct fid_cq *tx2 = NULL, *rx2 = NULL, *cq3 = NULL;
 	struct fid_domain *dom3 = NULL;
-	struct fi_info *i3 = NULL;
+	struct fi_info *h, *i3 = NULL;
 	fi_addr_t to1, to1b;
 	ssize_t last;
 	bool ok = true;
@@ -104,10 +104,24 @@ void t_cq_limits(void)
 		ok = false;
 	result(ok, "cq-size-recv-eagain", "see above");
 
+	/*
+	 * fi_getinfo answers the resource management asked for, and
+	 * FI_RM_ENABLED when asked nothing.
+	 */
+	h = addr_hints(FI_FORMAT_UNSPEC, FI_MSG | FI_TAGGED);
+	h->domain_attr->resource_mgmt = FI_RM_DISABLED;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i3);
+	fi_freeinfo(h);
+	result(!ret && i3->domain_attr->resource_mgmt == FI_RM_DISABLED &&
+	       info->domain_attr->resource_mgmt == FI_RM_ENABLED,
+	       "getinfo-resource-mgmt", "ret %d, asked disabled: %d, default: %d",
+	       ret, ret ? -1 : (int)i3->domain_attr->resource_mgmt,
+	       (int)info->domain_attr->resource_mgmt);
+	if (ret)
+		goto out;
+
 	/* FI_RM_DISABLED: the overrun is reported, not silent */
 	ok = true;
-	i3 = fi_dupinfo(info);
-	i3->domain_attr->resource_mgmt = FI_RM_DISABLED;
 	if ((ret = fi_domain(fabric, i3, &dom3, NULL)) ||
 	    (ret = fi_av_open(dom3, &ava, &av3, NULL)) ||
 	    (ret = fi_cq_open(dom3, &cqa, &cq3, NULL)) ||

@@ -2,8 +2,9 @@
 /*
  * rv_fi_rndv.c - which path a message takes (rv's counters: no write for
  * an eager message, a pipelined rendezvous), the rendezvous bounded by
- * the rv event ring (rv_fi_test -R) and the fallback when that ring
- * overflows anyway (rv_fi_test -O).
+ * the rv event ring (rv_fi_test -R), the fallback when that ring
+ * overflows anyway (rv_fi_test -O) and writes refused by rv's full send
+ * queues (rv_fi_test -B).
  */
 #include "rv_fi_test.h"
 
@@ -83,6 +84,79 @@ void t_rv_counters(void)
 	}
 	diag("rv counters of this process: %llu writes posted, %llu received",
 	     (unsigned long long)w2, (unsigned long long)r2);
+}
+
+/*
+ * Run under an rv loaded with conn_wqe_budget=16 and FI_RV_SQ_RETRY_US
+ * set long (-B; vm/fabric.sh: 100 ms): a burst of rendezvous each way
+ * that rv's send queues cannot take at once, so rv refuses writes
+ * (EAGAIN).  The sender must not hammer it: a refused write is retried
+ * once a write of ours completed or FI_RV_SQ_RETRY_US later, so the
+ * refusals rv counts (at most two per attempt: a partial batch, then the
+ * single write behind it; a write posted may leave the queue full for
+ * the next) are bounded by the completions, the writes and the time.
+ * Retrying on every progress call (the provider before) made one refusal
+ * per pending message per call.  No refusal at all means the burst
+ * proves nothing: it fails.
+ */
+#define NBURST		16
+#define BURST_LEN	(1ul << 20)
+
+static bool burst_ok(size_t i, const struct fi_cq_tagged_entry *e, void *arg)
+{
+	return e->len == BURST_LEN &&
+	       check(rbuf + i * BURST_LEN, BURST_LEN, *(uint64_t *)arg + i) < 0;
+}
+
+void t_sq_full_backoff(void)
+{
+	static struct fi_cq_tagged_entry sctx[NBURST], rctx[NBURST];
+	uint64_t mine = server ? 0x9100 : 0x9200;
+	uint64_t theirs = server ? 0x9200 : 0x9100;
+	const char *retry_env = getenv("FI_RV_SQ_RETRY_US");
+	uint64_t retry_us = retry_env ? strtoull(retry_env, NULL, 0) : 0;
+	uint64_t t0, us, bound, refused, done, posted;
+	struct rv_dump_proc a, b;
+	bool ok = true;
+	size_t i;
+	struct reap r = {
+		.what = "burst", .rctx = rctx, .n = NBURST,
+		.recv_ok = burst_ok, .arg = &theirs,
+	};
+
+	for (i = 0; i < NBURST; i++)
+		ok &= !trecv(rbuf + i * BURST_LEN, BURST_LEN, peer,
+			     theirs + i, 0, &rctx[i]);
+	for (i = 0; i < NBURST; i++)
+		fill(sbuf + i * BURST_LEN, BURST_LEN, mine + i);
+	sync_peer();
+	ok &= rv_self_record(&a);
+	t0 = now_ms();
+	for (i = 0; i < NBURST; i++)
+		ok &= !tsend(sbuf + i * BURST_LEN, BURST_LEN, mine + i,
+			     &sctx[i]);
+	ok &= reap(&r, WAIT_MS);
+	us = (now_ms() - t0 + 1) * 1000;
+	ok &= rv_self_record(&b);
+	refused = b.posts_eagain - a.posts_eagain;
+	done = b.writes_completed - a.writes_completed;
+	posted = b.writes_posted - a.writes_posted;
+	if (!retry_us)
+		retry_us = RVFI_SQ_RETRY_US;
+	bound = 2 * (done + posted + us / retry_us + 1);
+	result(ok && r.nsend == NBURST && r.nrecv == NBURST, "sq-burst-both-ways",
+	       "%zu of %d sends, %zu receives", r.nsend, NBURST, r.nrecv);
+	result(refused && refused <= bound, "sq-full-backoff",
+	       "%llu posts refused (bound %llu: %llu writes posted, %llu completed, %llu ms, retry %llu us); 0: the burst never filled rv's queues",
+	       (unsigned long long)refused, (unsigned long long)bound,
+	       (unsigned long long)posted, (unsigned long long)done,
+	       (unsigned long long)(us / 1000),
+	       (unsigned long long)retry_us);
+	diag("burst of %d x %lu bytes each way: %llu posts refused (bound %llu), %llu writes posted, %llu ms",
+	     NBURST, BURST_LEN, (unsigned long long)refused,
+	     (unsigned long long)bound, (unsigned long long)posted,
+	     (unsigned long long)(us / 1000));
+	sync_peer();
 }
 
 /* This process's ring size and overflows (rv's record of its file). */

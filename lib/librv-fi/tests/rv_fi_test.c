@@ -4,13 +4,14 @@
  * libfabric API only (plus rv's read-only DUMP of this process's counters,
  * to check which path a message took).
  *
- *   rv_fi_test -s [-p PORT] [-R | -O]          node A (waits for B)
- *   rv_fi_test -c HOST [-p PORT] [-R | -O]     node B
+ *   rv_fi_test -s [-p PORT] [-R | -O | -B]          node A (waits for B)
+ *   rv_fi_test -c HOST [-p PORT] [-R | -O | -B]     node B
  *
  * -R runs only t_ring() (with FI_RV_RING_ENTRIES=64), -O only
  * t_ring_overflow() (with FI_RV_RING_ENTRIES=64 and
  * FI_RV_TEST_RING_UNBOUNDED=1): the provider reads its environment once,
- * so each is a run of its own.
+ * so each is a run of its own.  -B runs only t_sq_full_backoff(), under
+ * an rv loaded with a small conn_wqe_budget (vm/fabric.sh reloads it).
  *
  * The two meet over a TCP control connection (PORT, default 18571) that
  * carries the endpoint names and a one-byte barrier between the cases.
@@ -55,7 +56,7 @@ static void (*const cases[])(void) = {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT] [-R | -O]\n");
+	fprintf(stderr, "usage: rv_fi_test -s | -c HOST [-p PORT] [-R | -O | -B]\n");
 	exit(2);
 }
 
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
 	size_t i;
 	int c;
 
-	while ((c = getopt(argc, argv, "sc:p:D:RO")) != -1) {
+	while ((c = getopt(argc, argv, "sc:p:D:ROB")) != -1) {
 		switch (c) {
 		case 's': server = true; break;
 		case 'c': host = optarg; break;
@@ -75,6 +76,8 @@ int main(int argc, char **argv)
 		case 'R': only = t_ring; break;	/* FI_RV_RING_ENTRIES=64 */
 		/* FI_RV_RING_ENTRIES=64 FI_RV_TEST_RING_UNBOUNDED=1 */
 		case 'O': only = t_ring_overflow; break;
+		/* rv loaded with conn_wqe_budget=16: its queues fill */
+		case 'B': only = t_sq_full_backoff; break;
 		default: usage();
 		}
 	}

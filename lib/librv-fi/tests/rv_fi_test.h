@@ -27,6 +27,7 @@ void t_threads(void);
 void t_rv_counters(void);
 void t_ring(void);		/* rv_fi_test -R only */
 void t_ring_overflow(void);	/* rv_fi_test -O only */
+void t_sq_full_backoff(void);	/* rv_fi_test -B only */
 
 /* rv_fi_peek.c */
 void t_misc(void);

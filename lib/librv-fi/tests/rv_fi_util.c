@@ -361,6 +361,8 @@ bool rv_self_record(struct rv_dump_proc *sum)
 				continue;
 			sum->writes_posted += r->writes_posted;
 			sum->writes_failed += r->writes_failed;
+			sum->writes_completed += r->writes_completed;
+			sum->posts_eagain += r->posts_eagain;
 			sum->recvs += r->recvs;
 			sum->ring_overflows += r->ring_overflows;
 			sum->ring_entries = r->ring_entries;

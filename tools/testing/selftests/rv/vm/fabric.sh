@@ -17,6 +17,9 @@
 #   rv_fi_test -R           a 64-entry event ring bounds the rendezvous
 #   rv_fi_test -O           the same ring overflowing (bound switched off):
 #                           every completion still comes, once
+#   rv_fi_test -B           a burst that rv's send queues cannot take (rv
+#                           reloaded with conn_wqe_budget=16): the provider
+#                           backs off from refused writes
 #   fi_pingpong -p rv -e rdm  msg and tagged, the default sizes, then
 #                           1 MiB and 4 MiB (rendezvous) with data checks
 #
@@ -147,6 +150,26 @@ if [[ -x $FT ]]; then
 	else
 		tap_fail "fitest-ovf-warned" "no FI_WARN for the ring overflow"
 	fi
+fi
+
+# Writes rv refuses (EAGAIN) because its send queues are full: rv reloaded
+# with the smallest conn_wqe_budget, a burst of 1 MiB rendezvous each way
+# (rv_fi_test -B); the provider must back off, not retry on every call
+# (a long FI_RV_SQ_RETRY_US, so that the bound on refusals is tight).
+if [[ -x $FT ]]; then
+	barrier before-small-budget || true
+	if tap_run reload-small-budget rv_reload conn_wqe_budget=16; then
+		tap_diag "conn_wqe_budget=$(cat /sys/module/rv/parameters/conn_wqe_budget)"
+		fitest fitest-sqfull FI_RV_SQ_RETRY_US=100000 -- -p 18579 -B
+		if [[ $rc -eq 0 && $n -eq 2 ]]; then
+			tap_ok "fitest-sqfull-exit"
+		else
+			tap_fail "fitest-sqfull-exit" "exit status $rc, $n results"
+		fi
+	fi
+	barrier before-budget-restore || true
+	grep -qw '^rv' /proc/modules && rmmod rv
+	tap_run reload-default-budget rv_insmod
 fi
 
 # ---- fi_pingpong ----------------------------------------------------------------
