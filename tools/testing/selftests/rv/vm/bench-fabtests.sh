@@ -9,8 +9,14 @@
 #
 # Node 0 is the server (receiver), node 1 the client (sender).  For each
 # repetition, size and configuration in turn: fi_rdm_tagged_bw -p PROV
-# -W $BENCH_FT_WINDOW -w 1 -I N (N = $BENCH_FT_ITERS below 4 MiB,
-# $BENCH_FT_ITERS_BIG from 4 MiB; verbs;ofi_rxm stops at rxe's 8 MiB).
+# -W W -w 1 -I N (below 4 MiB W = $BENCH_FT_WINDOW, fabtests' own default
+# window, and N = $BENCH_FT_ITERS; from 4 MiB $BENCH_FT_WINDOW_BIG and
+# $BENCH_FT_ITERS_BIG, which keep a window's buffers within the VMs'
+# memory; verbs;ofi_rxm stops at rxe's 8 MiB).  fabtests' bandwidth test
+# waits for the whole window, and then for an acknowledgement from the
+# receiver, before it posts the next: each window pays a protocol's
+# round trips once, so a short window measures its latency as much as
+# its bandwidth.
 # Around each run each node records rxe's counters (rdma statistic; the
 # non-zero deltas, e.g. completer_retry_err: a retransmission timeout) and
 # its CPU ticks (/proc/stat).  Prints per size the best MB/s of each
@@ -25,7 +31,8 @@
 # (what rv's rendezvous uses) and RDMA READ (what ofi_rxm's uses) on the
 # same link, so that each provider can be set against its own verb;
 # BENCH_FT_SIZES (default "262144 1048576 4194304"), BENCH_FT_REPEAT (2),
-# BENCH_FT_WINDOW (16), BENCH_FT_ITERS (32), BENCH_FT_ITERS_BIG (8),
+# BENCH_FT_WINDOW (64), BENCH_FT_ITERS (128), BENCH_FT_WINDOW_BIG (16),
+# BENCH_FT_ITERS_BIG (8),
 # BENCH_OUT (default build/vm/bench-fabtests/<time>).  The stderr of each
 # run (FI_RV_STATS' lines) is kept in the node's output.
 #
@@ -36,8 +43,9 @@ set -uo pipefail
 CONFIGS=${BENCH_FT_CONFIGS:-rv=lib/librv-fi rxm}
 SIZES=${BENCH_FT_SIZES:-262144 1048576 4194304}
 REPEAT=${BENCH_FT_REPEAT:-2}
-WINDOW=${BENCH_FT_WINDOW:-16}
-ITERS=${BENCH_FT_ITERS:-32}
+WINDOW=${BENCH_FT_WINDOW:-64}
+ITERS=${BENCH_FT_ITERS:-128}
+WINDOW_BIG=${BENCH_FT_WINDOW_BIG:-16}
 ITERS_BIG=${BENCH_FT_ITERS_BIG:-8}
 
 # counters FILE: rxe's counters of this node's device, "name value" lines.
@@ -83,7 +91,7 @@ guest() {
 	# shellcheck source-path=SCRIPTDIR source=tap.sh
 	. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
 	local ftbin=$RV_REPO/build/fabtests/install/bin shared server_ip
-	local port=47800 rep size cfg name dir prov iters out t0 t1 rc=0
+	local port=47800 rep size cfg name dir prov iters window out t0 t1 rc=0
 	shared=$(dirname "$RV_OUT")/bench-fabtests-rdv
 	mkdir -p "$shared"
 	server_ip=$(rv_node_ip 0)
@@ -107,8 +115,8 @@ guest() {
 					fi
 					[[ $dir == /* ]] || dir=$RV_REPO/$dir
 				fi
-				iters=$ITERS
-				((size >= 4194304)) && iters=$ITERS_BIG
+				iters=$ITERS window=$WINDOW
+				((size >= 4194304)) && iters=$ITERS_BIG window=$WINDOW_BIG
 				port=$((port + 1))
 				rv_barrier "$shared" "run$port" 120 || rc=1
 				[[ $RV_NODE -eq 1 ]] && sleep 1
@@ -119,7 +127,7 @@ guest() {
 				else
 					local -a cmd=(env FI_PROVIDER_PATH="$dir" "${envs[@]}"
 						timeout 600 "$ftbin/fi_rdm_tagged_bw" -p "$prov"
-						-E="$port" -S "$size" -W "$WINDOW" -I "$iters" -w 1)
+						-E="$port" -S "$size" -W "$window" -I "$iters" -w 1)
 					[[ $RV_NODE -eq 1 ]] && cmd+=("$server_ip")
 					out=$(cd /tmp && "${cmd[@]}" 2>&1) || rc=1
 				fi
@@ -154,7 +162,8 @@ mkdir -p "$out"
 echo "host load: $(cat /proc/loadavg)"
 q=$(printf '%q ' "BENCH_FT_CONFIGS=$CONFIGS" "BENCH_FT_SIZES=$SIZES" \
 	"BENCH_FT_REPEAT=$REPEAT" "BENCH_FT_WINDOW=$WINDOW" \
-	"BENCH_FT_ITERS=$ITERS" "BENCH_FT_ITERS_BIG=$ITERS_BIG")
+	"BENCH_FT_ITERS=$ITERS" "BENCH_FT_WINDOW_BIG=$WINDOW_BIG" \
+	"BENCH_FT_ITERS_BIG=$ITERS_BIG")
 # ack_timeout=19: as bench-mpi.sh (the retry budget rdma_cm gives ofi_rxm).
 rc=0
 "$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
