@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rvfi.h"
 
@@ -200,14 +199,6 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf,
 	return 1;
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /*
  * Blocking read: progress, then sleep on the domain's epoll set (sockets
  * and rv event rings) in slices of at most 100 ms, so completions that do
@@ -217,12 +208,12 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count,
 			    fi_addr_t *src, const void *cond, int timeout)
 {
 	struct rvfi_cq *cq = container_of(fid, struct rvfi_cq, cq);
-	long deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	uint64_t deadline = timeout < 0 ? 0 : rvfi_now_ms() + timeout;
 	ssize_t ret;
 
 	(void)cond;
 	for (;;) {
-		long left;
+		uint64_t now, left = 100;
 
 		pthread_mutex_lock(&cq->dom->lock);
 		rvfi_progress(cq->dom);
@@ -235,9 +226,12 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count,
 		pthread_mutex_unlock(&cq->dom->lock);
 		if (ret != -FI_EAGAIN)
 			return ret;
-		left = deadline < 0 ? 100 : deadline - now_ms();
-		if (left <= 0)
-			return -FI_EAGAIN;
+		if (timeout >= 0) {
+			now = rvfi_now_ms();
+			if (now >= deadline)
+				return -FI_EAGAIN;
+			left = deadline - now;
+		}
 		rvfi_wait(cq->dom, left > 100 ? 100 : (int)left);
 	}
 }

@@ -431,12 +431,13 @@ static void post_write(struct rvfi_ep *ep, struct rvfi_op *op)
 		rvfi_list_add_tail(&ep->writing, &op->link);
 		return;
 	}
-	if (ret == -EAGAIN && n)
-		n->sq_full_us = now_us();
 	/* No ring room, not connected yet, or queues full: from progress. */
 	if (!ret || ret == -EAGAIN ||
 	    (ret == -EPIPE && node_usable(ep, n, false) &&
 	     n->state == RV_CONN_STATE_CONNECTING)) {
+		/* Refused by rv: not again before a completion or the timer. */
+		if (ret && n)
+			n->refused_us = now_us();
 		/* Counted once per message that has to wait. */
 		if (!ret && op->state != RVFI_ST_WRITE_PENDING)
 			ep->n_ring_waits++;
@@ -531,7 +532,7 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 		}
 	}
 	/* rv's queues to that node are full: behind the writes waiting. */
-	if (op->peer->node && op->peer->node->sq_full_us) {
+	if (op->peer->node && op->peer->node->refused_us) {
 		op->state = RVFI_ST_WRITE_PENDING;
 		rvfi_list_add_tail(&ep->write_pending, &op->link);
 		return;
@@ -842,7 +843,7 @@ static void on_event(struct rvfi_ep *ep, const struct rv_event *e)
 			ep->tx_used--;
 		/* Its send queue slots are free: writes waiting may go. */
 		if (op->peer->node)
-			op->peer->node->sq_full_us = 0;
+			op->peer->node->refused_us = 0;
 		/* Already failed by a ring overflow: kept until close. */
 		if (op->dead)
 			return;
@@ -977,15 +978,15 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 		struct rvfi_node *node = op->peer->node;
 
 		rvfi_list_del(pos);
-		if (node && node->sq_full_us) {
+		if (node && node->refused_us) {
 			if (!now)
 				now = now_us();
 			/* Not "now - full": @now may predate this pass's. */
-			if (now < node->sq_full_us + rvfi_env.sq_retry_us) {
+			if (now < node->refused_us + rvfi_env.sq_retry_us) {
 				rvfi_list_add_tail(&ep->write_pending, pos);
 				continue;
 			}
-			node->sq_full_us = 0;
+			node->refused_us = 0;
 		}
 		post_write(ep, op);
 	}

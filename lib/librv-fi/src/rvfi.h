@@ -205,7 +205,7 @@ struct rvfi_env {
 	bool stats;
 	/* FI_RV_YIELD: an empty fi_cq_read() yields the CPU (opt-in) */
 	bool yield;
-	/* FI_RV_SQ_RETRY_US: see struct rvfi_node.sq_full_us */
+	/* FI_RV_SQ_RETRY_US: see struct rvfi_node.refused_us */
 	unsigned int sq_retry_us;
 };
 
@@ -528,14 +528,15 @@ struct rvfi_node {
 	uint64_t last_connect;		/* rvfi_now_ms() of the last CONNECT */
 	/*
 	 * When rv last refused a write to this node (EAGAIN: its send
-	 * queues full, or connecting), in microseconds; 0 once a write of
+	 * queues full, or connecting; EPIPE before the connection is up),
+	 * in microseconds; 0 once a write of
 	 * ours to it completed since.  The writes waiting for it are retried
 	 * then or FI_RV_SQ_RETRY_US later (the QPs are shared with the job's
 	 * other processes, whose completions we do not see), not on every
 	 * progress call: a refused POST_WRITES is a system call, and its CPU
 	 * is what the device's own work needs on a busy node.
 	 */
-	uint64_t sq_full_us;
+	uint64_t refused_us;
 };
 
 /* An accepted TCP connection: frames from one peer to us. */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# bench-fabtests.sh - fabtests' fi_rdm_tagged_bw over several builds of the
+# bench-fabtests.sh - fabtests' fi_rdm_tagged_bw (or, with
+# BENCH_FT_TEST=fi_rdm_tagged_pingpong, its ping-pong) over several builds of the
 # rv provider and over verbs;ofi_rxm, in one boot of 2 VMs, so that their
 # figures share the host's load (issue 20's bandwidth comparison).
 #
@@ -32,7 +33,10 @@
 # same link, so that each provider can be set against its own verb;
 # BENCH_FT_SIZES (default "262144 1048576 4194304"), BENCH_FT_REPEAT (2),
 # BENCH_FT_WINDOW (64), BENCH_FT_ITERS (128), BENCH_FT_WINDOW_BIG (16),
-# BENCH_FT_ITERS_BIG (8),
+# BENCH_FT_ITERS_BIG (8), BENCH_FT_TEST (fi_rdm_tagged_bw, or
+# fi_rdm_tagged_pingpong: one message at a time, so each pays the
+# protocol's latency; its MB/s is size / one-way time, "ibw" and "ibr"
+# are skipped),
 # BENCH_OUT (default build/vm/bench-fabtests/<time>).  The stderr of each
 # run (FI_RV_STATS' lines) is kept in the node's output.
 #
@@ -47,6 +51,11 @@ WINDOW=${BENCH_FT_WINDOW:-64}
 ITERS=${BENCH_FT_ITERS:-128}
 WINDOW_BIG=${BENCH_FT_WINDOW_BIG:-16}
 ITERS_BIG=${BENCH_FT_ITERS_BIG:-8}
+TEST=${BENCH_FT_TEST:-fi_rdm_tagged_bw}
+case $TEST in
+fi_rdm_tagged_bw | fi_rdm_tagged_pingpong) ;;
+*) echo "bench-fabtests.sh: BENCH_FT_TEST $TEST: fi_rdm_tagged_bw or fi_rdm_tagged_pingpong" >&2; exit 2 ;;
+esac
 
 # counters FILE: rxe's counters of this node's device, "name value" lines.
 counters() {
@@ -104,6 +113,7 @@ guest() {
 			for cfg in $CONFIGS; do
 				local -a envs=()
 				name=${cfg%%=*}
+				[[ $cfg == ib? && $TEST != fi_rdm_tagged_bw ]] && continue
 				if [[ $cfg == rxm || $cfg == ibw || $cfg == ibr ]]; then
 					prov="verbs;ofi_rxm" dir=/nonexistent
 					((size > 8388608)) && continue
@@ -126,7 +136,7 @@ guest() {
 					perftest_run "$cfg" "$size" "$iters" "$port" "$server_ip" || rc=1
 				else
 					local -a cmd=(env FI_PROVIDER_PATH="$dir" "${envs[@]}"
-						timeout 600 "$ftbin/fi_rdm_tagged_bw" -p "$prov"
+						timeout 600 "$ftbin/$TEST" -p "$prov"
 						-E="$port" -S "$size" -W "$window" -I "$iters" -w 1)
 					[[ $RV_NODE -eq 1 ]] && cmd+=("$server_ip")
 					out=$(cd /tmp && "${cmd[@]}" 2>&1) || rc=1
@@ -163,7 +173,7 @@ echo "host load: $(cat /proc/loadavg)"
 q=$(printf '%q ' "BENCH_FT_CONFIGS=$CONFIGS" "BENCH_FT_SIZES=$SIZES" \
 	"BENCH_FT_REPEAT=$REPEAT" "BENCH_FT_WINDOW=$WINDOW" \
 	"BENCH_FT_ITERS=$ITERS" "BENCH_FT_WINDOW_BIG=$WINDOW_BIG" \
-	"BENCH_FT_ITERS_BIG=$ITERS_BIG")
+	"BENCH_FT_ITERS_BIG=$ITERS_BIG" "BENCH_FT_TEST=$TEST")
 # ack_timeout=19: as bench-mpi.sh (the retry budget rdma_cm gives ofi_rxm).
 rc=0
 "$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
