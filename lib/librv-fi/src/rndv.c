@@ -531,7 +531,7 @@ void rvfi_rndv_cts(struct rvfi_ep *ep, struct rvfi_peer *from,
 			return;
 		}
 	}
-	/* rv's queues to that node are full: behind the writes waiting. */
+	/* rv refuses writes to that node for now: behind those waiting. */
 	if (op->peer->node && op->peer->node->refused_us) {
 		op->state = RVFI_ST_WRITE_PENDING;
 		rvfi_list_add_tail(&ep->write_pending, &op->link);
@@ -981,7 +981,7 @@ void rvfi_rndv_progress(struct rvfi_ep *ep)
 		if (node && node->refused_us) {
 			if (!now)
 				now = now_us();
-			/* Not "now - full": @now may predate this pass's. */
+			/* @now may predate the marks of this pass. */
 			if (now < node->refused_us + rvfi_env.sq_retry_us) {
 				rvfi_list_add_tail(&ep->write_pending, pos);
 				continue;
