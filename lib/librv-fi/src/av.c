@@ -85,8 +85,9 @@ int rvfi_av_find(struct rvfi_av *av, const struct rvfi_addr *a,
 }
 
 /*
- * Inserts @count addresses; @bad, if not NULL, gets a mark for each one
- * rejected.  Returns how many were inserted.
+ * Inserts @count addresses (av_insert() checked its arguments); @bad, if
+ * not NULL, gets a mark for each one rejected.  Returns how many were
+ * inserted.
  */
 static int av_insert_now(struct rvfi_av *av, const void *addr, size_t count,
 			 fi_addr_t *fi_addr, uint64_t flags, void *context,
@@ -96,8 +97,6 @@ static int av_insert_now(struct rvfi_av *av, const void *addr, size_t count,
 	int done = 0;
 	size_t i;
 
-	if (count && !addr)
-		return -FI_EINVAL;
 	pthread_mutex_lock(&av->dom->lock);
 	if (av->count + count > av->cap) {
 		size_t cap = av->cap ? av->cap : 64;

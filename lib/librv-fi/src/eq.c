@@ -55,7 +55,10 @@ static struct rvfi_eq *to_eq(struct fid_eq *fid)
 	return container_of(fid, struct rvfi_eq, eq);
 }
 
-/* Called with @eq->lock held, after @n changed from or to 0. */
+/*
+ * Called with @eq->lock held after @n or @overruns changed: the eventfd
+ * is readable exactly while one of them is not 0.
+ */
 static void eq_level(struct rvfi_eq *eq)
 {
 	uint64_t v = 1;

@@ -150,7 +150,7 @@ FI_EXT_INI
 	fi_param_define(&rvfi_prov, "ring_entries", FI_PARAM_INT,
 			"rv event ring entries per endpoint, a power of two (default: the module's)");
 	fi_param_define(&rvfi_prov, "sq_retry_us", FI_PARAM_INT,
-			"Microseconds before writes rv refused (its queues full) are retried when none of ours completed since, 1..%d (default %d)",
+			"Microseconds before writes rv refused (queues full, or connecting) are retried when none of ours completed since, 1..%d (default %d)",
 			RVFI_SQ_RETRY_US_MAX, RVFI_SQ_RETRY_US);
 	rvfi_env_init();
 	return &rvfi_prov;
