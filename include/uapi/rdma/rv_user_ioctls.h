@@ -600,8 +600,8 @@ struct rv_event {
  * struct rv_conn_query.reason: why the connection is in ERROR (or, while
  * CONNECTING again, why it last lost or failed a QP).  The client retries
  * the retryable ones (UNREACHABLE, NO_LISTENER, NO_CONN, BUSY,
- * NO_RESOURCES, DISCONNECTED, QP_ERROR) until its timeout; the others end the
- * attempt at once.
+ * NO_RESOURCES, DISCONNECTED, QP_ERROR, AUTH) until its timeout; the
+ * others end the attempt at once.
  */
 #define RV_CONN_REASON_NONE		0
 /* address/route resolution failed, no answer from the remote by the
@@ -634,6 +634,11 @@ struct rv_event {
  * a fatal event: the QP was replaced
  */
 #define RV_CONN_REASON_QP_ERROR		12
+/* the two nodes could not prove the same cluster key to each other (one
+ * has another key or none, or their clocks differ by more than 300 s),
+ * or the remote saw a replayed request or a path not leading back to us
+ */
+#define RV_CONN_REASON_AUTH		13
 
 /* struct rv_conn_query.role */
 #define RV_CONN_ROLE_CLIENT	1
@@ -678,6 +683,8 @@ struct rv_event {
  *                its uid already hold max_conns_per_uid connections (a
  *                module parameter; root is not exempt); a handle to an
  *                existing connection is not refused
+ *  ENOKEY        root has not set the cluster key (module parameter
+ *                cluster_key) and insecure_no_cluster_key is not set
  */
 struct rv_conn_create {
 	__u32 size;

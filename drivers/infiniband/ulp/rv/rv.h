@@ -132,6 +132,9 @@ struct rv_device {
 /**
  * struct rv_job_params - what identifies a job and must match across it
  * @uid: owner; only files of this uid join the job
+ * @charge_uid: whom the per-uid caps charge for the job and its
+ *	connections: @uid, or the owner of the caller's user namespace
+ *	(rv_uid_accountable())
  * @port_num: device port, from 1
  * @key_len: bytes used in @key
  * @key: job key from user space, zero past @key_len
@@ -147,6 +150,7 @@ struct rv_device {
 struct rv_job_params {
 	struct net *net;
 	kuid_t uid;
+	kuid_t charge_uid;
 	u32 port_num;
 	u32 key_len;
 	u8 key[RV_JOB_KEY_MAX];
@@ -382,6 +386,7 @@ enum rv_uid_kind {
 	RV_UID_NR
 };
 
+kuid_t rv_uid_accountable(const struct cred *cred);
 int rv_uid_charge(kuid_t uid, enum rv_uid_kind kind);
 void rv_uid_uncharge(kuid_t uid, enum rv_uid_kind kind);
 void rv_uid_exit(void);

@@ -12,16 +12,21 @@
  * number of objects does.  The uid is the job's (ATTACH's current_uid(),
  * the real uid): a job and its connections are charged to the user that
  * owns them, whichever of its processes or files created them, until
- * they are freed.
+ * they are freed.  A process in a user namespace is charged to the user
+ * who created the outermost one (rv_uid_accountable()): the uids a user
+ * maps there (its subordinate ranges, up to 65536 of them) are all that
+ * user's, and must not each get a cap of their own.
  */
 #include "rv.h"
 
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 
 /**
  * struct rv_uid_count - what one uid holds
@@ -52,6 +57,25 @@ static struct rv_uid_count *rv_uid_find(kuid_t uid)
 		if (uid_eq(c->uid, uid))
 			return c;
 	return NULL;
+}
+
+/**
+ * rv_uid_accountable - the user whose caps a caller's objects count against
+ * @cred: the caller's credentials
+ *
+ * Its real uid in the initial user namespace; in another namespace, the
+ * owner of the namespace just below the initial one on the way up, the
+ * user who could map every uid of the ones below.
+ */
+kuid_t rv_uid_accountable(const struct cred *cred)
+{
+	const struct user_namespace *ns = cred->user_ns;
+
+	if (ns == &init_user_ns)
+		return cred->uid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
 }
 
 static unsigned int rv_uid_max(enum rv_uid_kind kind)

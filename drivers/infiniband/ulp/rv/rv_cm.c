@@ -10,17 +10,24 @@
  * without talking.  The client's QP work creates an rdma_cm id, resolves
  * address and route, creates the QP, posts the receives and sends a
  * request carrying struct rv_cm_req_pdata; the server's listener accepts
- * it only from a privileged source port (rv_cm_src_privileged()), and only
- * for an existing connection of the same job (uid, key, device, port) to
- * the requesting address whose QP of that index is free.
+ * it only from a privileged source port (rv_cm_src_privileged()), whose
+ * path leads back to the address it claims (rv_cm_path_is_source()), with
+ * a tag under the cluster key (rv_auth.h), and only for an existing
+ * connection of the same job (uid, key, device, port) to the requesting
+ * address whose QP of that index is free.  A QP carries nothing until
+ * both sides proved the key on it (rv_cm_client_established(),
+ * rv_cm_proof_done()).
  */
 #include "rv.h"
 #include "rv_conn.h"
 #define CREATE_TRACE_POINTS
 #include "rv_conn_trace.h"
 
+#include <crypto/algapi.h>
 #include <linux/netdevice.h>
+#include <linux/random.h>
 #include <linux/seq_file.h>
+#include <linux/timekeeping.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
 
@@ -60,6 +67,8 @@ static struct {
 	atomic64_t accepted;
 	atomic64_t rejected;
 	atomic64_t rej[RV_CM_REJ_MAX + 1];
+	atomic64_t auth_bad_reply;
+	atomic64_t auth_bad_proof;
 } rv_cm_stats;
 
 static const char * const rv_cm_rej_names[] = {
@@ -69,6 +78,9 @@ static const char * const rv_cm_rej_names[] = {
 	[RV_CM_REJ_BAD_REQUEST] = "bad_request",
 	[RV_CM_REJ_MISMATCH] = "mismatch",
 	[RV_CM_REJ_UNPRIVILEGED] = "unprivileged",
+	[RV_CM_REJ_AUTH] = "auth",
+	[RV_CM_REJ_REPLAY] = "replay",
+	[RV_CM_REJ_PATH] = "path",
 };
 
 /* Queue the QP's work after @delay jiffies; caller holds conn->lock. */
@@ -77,6 +89,117 @@ void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
 	lockdep_assert_held(&qp->conn->lock);
 	if (!qp->conn->dead)
 		mod_delayed_work(rv_cm_wq, &qp->work, delay);
+}
+
+/* The proof's buffer, mapped both ways (rv_ibqp.proof). */
+static int rv_cm_proof_init(struct ib_device *ibdev, struct rv_ibqp *iq)
+{
+	iq->proof = kzalloc(RV_AUTH_TAG_LEN, GFP_KERNEL_ACCOUNT);
+	if (!iq->proof)
+		return -ENOMEM;
+	iq->proof_dma = ib_dma_map_single(ibdev, iq->proof, RV_AUTH_TAG_LEN,
+					  DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(ibdev, iq->proof_dma)) {
+		kfree(iq->proof);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void rv_cm_proof_free(struct ib_device *ibdev, struct rv_ibqp *iq)
+{
+	ib_dma_unmap_single(ibdev, iq->proof_dma, RV_AUTH_TAG_LEN,
+			    DMA_BIDIRECTIONAL);
+	kfree(iq->proof);
+}
+
+/*
+ * Server: the client's proof, the QP's first message, arrived (softirq).
+ * Only a SEND of exactly the expected proof makes the QP usable: anything
+ * else (a write, another length, another proof) fails it, and the
+ * receives behind it are not routed (rv_ibqp.authed stays false).
+ */
+static void rv_cm_proof_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rv_ibqp *iq = container_of(wc->wr_cqe, struct rv_ibqp,
+					  proof_cqe);
+	struct rv_conn_qp *qp = iq->slot;
+
+	WRITE_ONCE(qp->last_activity, jiffies);
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status == IB_WC_WR_FLUSH_ERR)
+			rv_cm_qp_flushed(qp);
+		else
+			rv_cm_qp_fault(qp, iq->ibqp,
+				       ib_wc_status_msg(wc->status));
+		return;
+	}
+	ib_dma_sync_single_for_cpu(cq->device, iq->proof_dma,
+				   RV_AUTH_TAG_LEN, DMA_BIDIRECTIONAL);
+	if (wc->opcode != IB_WC_RECV || (wc->wc_flags & IB_WC_WITH_IMM) ||
+	    wc->byte_len != RV_AUTH_TAG_LEN ||
+	    crypto_memneq(iq->proof, iq->expect, RV_AUTH_TAG_LEN)) {
+		atomic64_inc(&rv_cm_stats.auth_bad_proof);
+		rv_cm_qp_fault(qp, iq->ibqp, "no valid proof of the cluster key");
+		return;
+	}
+	WRITE_ONCE(iq->authed, true);
+	queue_work(rv_cm_wq, &qp->auth_work);
+}
+
+/* Server: post the proof's receive, before any other receive. */
+static int rv_cm_post_proof_recv(struct rv_ibqp *iq, struct ib_pd *pd)
+{
+	struct ib_sge sge = {
+		.addr = iq->proof_dma,
+		.length = RV_AUTH_TAG_LEN,
+		.lkey = pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &iq->proof_cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	iq->proof_cqe.done = rv_cm_proof_done;
+	return ib_post_recv(iq->ibqp, &wr, NULL);
+}
+
+/*
+ * Client: send the proof, the QP's first work request, in the send queue
+ * entry of the heartbeat (it completes like one; none is in flight on a
+ * new QP and none is posted before the QP is CONNECTED).  Caller holds
+ * conn->lock.
+ */
+static int rv_cm_send_proof(struct rv_conn_qp *qp, struct rv_ibqp *iq)
+{
+	struct ib_sge sge = {
+		.addr = iq->proof_dma,
+		.length = RV_AUTH_TAG_LEN,
+		.lkey = qp->conn->job->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &qp->hb_cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	ib_dma_sync_single_for_device(iq->cq->device, iq->proof_dma,
+				      RV_AUTH_TAG_LEN, DMA_BIDIRECTIONAL);
+	spin_lock_bh(&qp->sq_lock);
+	qp->hb_inflight = true;
+	qp->hb_iq = iq;
+	spin_unlock_bh(&qp->sq_lock);
+	ret = ib_post_send(iq->ibqp, &wr, NULL);
+	if (ret) {
+		spin_lock_bh(&qp->sq_lock);
+		qp->hb_inflight = false;
+		spin_unlock_bh(&qp->sq_lock);
+	}
+	return ret;
 }
 
 /*
@@ -88,10 +211,12 @@ void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
 static void rv_cm_free_qp(struct rdma_cm_id *id)
 {
 	struct rv_ibqp *iq = id->qp->qp_context;
+	struct ib_device *ibdev = iq->cq->device;
 
 	rdma_destroy_qp(id);
 	ib_free_cq(iq->cq);
 	rv_write_qp_flush(iq);
+	rv_cm_proof_free(ibdev, iq);
 	rv_write_ibqp_free(iq);
 	kfree(iq);
 }
@@ -156,7 +281,8 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
 
 /*
  * Create the QP of @id, with its own CQ and write contexts, in the job's
- * PD and post its receives.  Caller holds conn->lock with conn->dead
+ * PD and post its receives (first the proof's on an authenticated
+ * server, qp->auth).  Caller holds conn->lock with conn->dead
  * false: the PD and the device are alive.  Called in rdma_cm's handlers
  * or rv_cm_wq's work, so what it allocates is charged to no user's
  * cgroup, like the device's QP and CQ memory: the per-uid connection
@@ -169,9 +295,12 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	struct ib_qp_init_attr attr = {
 		.event_handler = rv_cm_qp_async,
 		.cap = {
-			/* Drain markers, and a heartbeat on the send queue. */
+			/*
+			 * Drain markers, a heartbeat (or the proof) on the
+			 * send queue, the proof on the receive queue.
+			 */
 			.max_send_wr = conn->depth + 2,
-			.max_recv_wr = conn->depth + RV_RECV_BATCH,
+			.max_recv_wr = conn->depth + RV_RECV_BATCH + 1,
 			.max_send_sge = conn->max_sge,
 			.max_recv_sge = 1,
 		},
@@ -186,9 +315,13 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		return -ENOMEM;
 	iq->slot = qp;
 	iq->repost = true;
+	iq->authed = !qp->auth;
 	ret = rv_write_ibqp_init(iq);
 	if (ret)
 		goto out_free_iq;
+	ret = rv_cm_proof_init(ibdev, iq);
+	if (ret)
+		goto out_free_write;
 	/*
 	 * Completions in softirq, right after the device's interrupt (no
 	 * kworker between a completion and its event), on a vector of the
@@ -204,7 +337,7 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 			     IB_POLL_SOFTIRQ);
 	if (IS_ERR(iq->cq)) {
 		ret = PTR_ERR(iq->cq);
-		goto out_free_write;
+		goto out_free_proof;
 	}
 	attr.send_cq = iq->cq;
 	attr.recv_cq = iq->cq;
@@ -216,18 +349,49 @@ static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	/* The old QP's faults were all handled before it was destroyed. */
 	WRITE_ONCE(qp->broken, false);
 	WRITE_ONCE(qp->fault_qp, NULL);
-	ret = rv_write_post_recvs(iq);
+	ret = 0;
+	if (qp->auth && !conn->client)
+		ret = rv_cm_post_proof_recv(iq, conn->job->pd);
+	if (!ret)
+		ret = rv_write_post_recvs(iq);
 	if (ret)
 		rv_cm_free_qp(id);
 	return ret;
 
 out_free_cq:
 	ib_free_cq(iq->cq);
+out_free_proof:
+	rv_cm_proof_free(ibdev, iq);
 out_free_write:
 	rv_write_ibqp_free(iq);
 out_free_iq:
 	kfree(iq);
 	return ret;
+}
+
+/*
+ * What a handshake's tags bind (struct rv_auth_msg), from its request and
+ * the two ends' addresses; the server's nonce and QP number come later.
+ */
+static void rv_cm_hs_from_req(struct rv_auth_msg *m,
+			      const struct rv_cm_req_pdata *req,
+			      const struct sockaddr_storage *client,
+			      const struct sockaddr_storage *server,
+			      u32 client_qpn)
+{
+	memset(m, 0, sizeof(*m));
+	m->version = RV_CM_VERSION;
+	m->flags = req->flags;
+	m->qp_index = req->qp_index;
+	m->num_conn = req->num_conn;
+	m->key_len = req->key_len;
+	m->uid = req->uid;
+	memcpy(m->key, req->key, sizeof(m->key));
+	rv_auth_addr(m->client_addr, client);
+	rv_auth_addr(m->server_addr, server);
+	m->time_ns = req->time_ns;
+	memcpy(m->nonce_c, req->nonce, sizeof(m->nonce_c));
+	m->client_qpn = cpu_to_be32(client_qpn);
 }
 
 static bool rv_cm_reason_fatal(u32 reason)
@@ -269,17 +433,28 @@ static void rv_cm_fail(struct rv_conn_qp *qp, struct rdma_cm_id *id,
 	rv_conn_update_state(conn);
 }
 
+/*
+ * Send the request of @id, whose QP exists; with a cluster key, tagged
+ * (the handshake's inputs are kept in qp->hs for the accept's check).
+ * Caller holds conn->lock; qp->auth was decided when the QP was created.
+ */
 static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 {
-	const struct rv_job_params *p = &qp->conn->job->params;
+	struct rv_conn *conn = qp->conn;
+	const struct rv_job_params *p = &conn->job->params;
 	struct rv_cm_req_pdata req = {
 		.magic = cpu_to_be32(RV_CM_MAGIC),
 		.version = cpu_to_be16(RV_CM_VERSION),
 		.qp_index = cpu_to_be16(qp->index),
-		.num_conn = cpu_to_be16(qp->conn->num_conn),
+		.num_conn = cpu_to_be16(conn->num_conn),
 		.key_len = p->key_len,
+		.flags = qp->auth ? RV_CM_F_AUTH : 0,
 		.uid = cpu_to_be32(from_kuid(&init_user_ns, p->uid)),
+		.time_ns = cpu_to_be64(ktime_get_real_ns()),
 	};
+	u8 tag[RV_AUTH_TAG_LEN];
+	int ret;
+
 	struct rdma_conn_param param = {
 		.private_data = &req,
 		.private_data_len = sizeof(req),
@@ -288,6 +463,15 @@ static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	};
 
 	memcpy(req.key, p->key, sizeof(req.key));
+	get_random_bytes(req.nonce, sizeof(req.nonce));
+	rv_cm_hs_from_req(&qp->hs, &req, &conn->local, &conn->remote,
+			  id->qp->qp_num);
+	if (qp->auth) {
+		ret = rv_auth_tag(RV_AUTH_LABEL_REQ, &qp->hs, tag);
+		if (ret)
+			return ret;
+		memcpy(req.tag, tag, sizeof(req.tag));
+	}
 	rdma_set_ack_timeout(id, rv_ack_timeout);
 	return rdma_connect_locked(id, &param);
 }
@@ -323,20 +507,86 @@ static u32 rv_cm_rej_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return RV_CONN_REASON_BAD_REQUEST;
 	case RV_CM_REJ_MISMATCH:
 		return RV_CONN_REASON_MISMATCH;
+	case RV_CM_REJ_AUTH:
+	case RV_CM_REJ_REPLAY:
+	case RV_CM_REJ_PATH:
+		return RV_CONN_REASON_AUTH;
 	default:
 		return RV_CONN_REASON_BAD_REPLY;
 	}
 }
 
-static bool rv_cm_rep_valid(const struct rv_conn_qp *qp,
-			    const struct rdma_cm_event *ev)
+/*
+ * Client: the accept arrived (ESTABLISHED).  Check it, then, when
+ * authenticated, its tag, and send the QP's proof: only then may the QP
+ * carry anything.  Return: 0 or the RV_CONN_REASON_* to fail with.
+ * Caller holds conn->lock.
+ */
+static u32 rv_cm_client_established(struct rv_conn_qp *qp,
+				    struct rdma_cm_id *id,
+				    const struct rdma_cm_event *ev)
 {
 	const struct rv_cm_rep_pdata *rep = ev->param.conn.private_data;
+	struct rv_ibqp *iq = id->qp->qp_context;
+	u8 tag[RV_AUTH_TAG_LEN];
 
-	return rep && ev->param.conn.private_data_len >= sizeof(*rep) &&
-	       rep->magic == cpu_to_be32(RV_CM_MAGIC) &&
-	       be16_to_cpu(rep->version) == RV_CM_VERSION &&
-	       be16_to_cpu(rep->qp_index) == qp->index;
+	if (!rep || ev->param.conn.private_data_len < sizeof(*rep) ||
+	    rep->magic != cpu_to_be32(RV_CM_MAGIC) ||
+	    be16_to_cpu(rep->version) != RV_CM_VERSION ||
+	    be16_to_cpu(rep->qp_index) != qp->index)
+		return RV_CONN_REASON_BAD_REPLY;
+	if (!qp->auth)
+		return RV_CONN_REASON_NONE;
+	memcpy(qp->hs.nonce_s, rep->nonce, sizeof(qp->hs.nonce_s));
+	qp->hs.server_qpn = cpu_to_be32(ev->param.conn.qp_num);
+	if (rv_auth_tag(RV_AUTH_LABEL_REP, &qp->hs, tag) ||
+	    crypto_memneq(tag, rep->tag, sizeof(tag))) {
+		atomic64_inc(&rv_cm_stats.auth_bad_reply);
+		return RV_CONN_REASON_AUTH;
+	}
+	if (rv_auth_tag(RV_AUTH_LABEL_FIN, &qp->hs, iq->proof))
+		return RV_CONN_REASON_AUTH;
+	/* Before the proof goes: the server's writes may follow it at once. */
+	WRITE_ONCE(iq->authed, true);
+	if (rv_cm_send_proof(qp, iq))
+		return RV_CONN_REASON_NO_RESOURCES;
+	return RV_CONN_REASON_NONE;
+}
+
+/* Server: whether the current QP's client proved the key. */
+static bool rv_cm_server_proved(const struct rv_conn_qp *qp)
+{
+	const struct rv_ibqp *iq;
+
+	if (!qp->cm_id || !qp->cm_id->qp)
+		return false;
+	iq = qp->cm_id->qp->qp_context;
+	return READ_ONCE(iq->authed);
+}
+
+/*
+ * Server: an authenticated QP is connected once the CM established it and
+ * its proof arrived, in either order.  Caller holds conn->lock.
+ */
+static void rv_cm_server_connected(struct rv_conn_qp *qp)
+{
+	if (qp->state != RV_QP_CONNECTING || !qp->established ||
+	    !rv_cm_server_proved(qp))
+		return;
+	qp->state = RV_QP_CONNECTED;
+	qp->reason = RV_CONN_REASON_NONE;
+	rv_conn_update_state(qp->conn);
+}
+
+static void rv_cm_auth_work(struct work_struct *work)
+{
+	struct rv_conn_qp *qp = container_of(work, struct rv_conn_qp,
+					     auth_work);
+
+	mutex_lock(&qp->conn->lock);
+	if (!qp->conn->dead)
+		rv_cm_server_connected(qp);
+	mutex_unlock(&qp->conn->lock);
 }
 
 /* Events of a QP's own ids (client attempts and accepted requests). */
@@ -360,6 +610,11 @@ static void rv_cm_qp_event(struct rv_conn_qp *qp, struct rdma_cm_id *id,
 			rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		qp->auth = rv_auth_have_key();
+		if (!qp->auth && !rv_auth_insecure) {
+			rv_cm_fail(qp, id, RV_CONN_REASON_AUTH);
+			break;
+		}
 		ret = rv_cm_create_qp(qp, id);
 		if (ret) {
 			rv_cm_fail(qp, id, RV_CONN_REASON_NO_RESOURCES);
@@ -371,8 +626,19 @@ static void rv_cm_qp_event(struct rv_conn_qp *qp, struct rdma_cm_id *id,
 			rv_cm_fail(qp, id, RV_CONN_REASON_UNREACHABLE);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (conn->client && !rv_cm_rep_valid(qp, ev)) {
-			rv_cm_fail(qp, id, RV_CONN_REASON_BAD_REPLY);
+		if (conn->client) {
+			u32 reason = rv_cm_client_established(qp, id, ev);
+
+			if (reason) {
+				rv_cm_fail(qp, id, reason);
+				break;
+			}
+		} else if (qp->auth) {
+			/* The proof may have come first, or not at all. */
+			qp->established = true;
+			qp->attempt_start = jiffies;
+			rv_cm_kick(qp, msecs_to_jiffies(RV_CM_ATTEMPT_MS));
+			rv_cm_server_connected(qp);
 			break;
 		}
 		qp->state = RV_QP_CONNECTED;
@@ -409,7 +675,8 @@ static int rv_cm_check_req(const struct rv_cm_req_pdata *req, u8 len)
 {
 	if (!req || len < sizeof(*req) ||
 	    req->magic != cpu_to_be32(RV_CM_MAGIC) ||
-	    be16_to_cpu(req->version) != RV_CM_VERSION || req->rsvd ||
+	    be16_to_cpu(req->version) != RV_CM_VERSION ||
+	    (req->flags & ~RV_CM_F_AUTH) ||
 	    !req->key_len || req->key_len > RV_JOB_KEY_MAX ||
 	    memchr_inv(req->key + req->key_len, 0,
 		       RV_JOB_KEY_MAX - req->key_len) ||
@@ -450,10 +717,37 @@ static struct rv_conn *rv_cm_find_conn(struct rdma_cm_id *id,
 	return NULL;
 }
 
+/*
+ * Tag the accept and compute the proof the client must send, for the new
+ * QP of @id: the handshake's inputs become @qp's.  Caller holds
+ * conn->lock.  Return: 0 or -ENOKEY (the key went away: it cannot).
+ */
+static int rv_cm_server_tags(struct rv_conn_qp *qp, struct rdma_cm_id *id,
+			     const struct rv_auth_msg *hs,
+			     struct rv_cm_rep_pdata *rep)
+{
+	struct rv_ibqp *iq = id->qp->qp_context;
+	u8 tag[RV_AUTH_TAG_LEN];
+	int ret;
+
+	qp->hs = *hs;
+	get_random_bytes(qp->hs.nonce_s, sizeof(qp->hs.nonce_s));
+	qp->hs.server_qpn = cpu_to_be32(id->qp->qp_num);
+	ret = rv_auth_tag(RV_AUTH_LABEL_REP, &qp->hs, tag) ?:
+	      rv_auth_tag(RV_AUTH_LABEL_FIN, &qp->hs, iq->expect);
+	if (ret)
+		return ret;
+	memcpy(rep->nonce, qp->hs.nonce_s, sizeof(rep->nonce));
+	memcpy(rep->tag, tag, sizeof(rep->tag));
+	return 0;
+}
+
 /* Accept @id for its connection or say why not (RV_CM_REJ_*). */
 static int rv_cm_accept(struct rdma_cm_id *id,
-			const struct rv_cm_req_pdata *req)
+			const struct rv_cm_req_pdata *req,
+			const struct rv_auth_msg *hs)
 {
+	bool auth = req->flags & RV_CM_F_AUTH;
 	u32 index = be16_to_cpu(req->qp_index);
 	struct rv_cm_rep_pdata rep = {
 		.magic = cpu_to_be32(RV_CM_MAGIC),
@@ -499,6 +793,14 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		rej = RV_CM_REJ_NO_CONN;
 		goto out_unlock_conn;
 	}
+	/*
+	 * Before anything the request could disturb: a copy of an accepted
+	 * request (or of one older than it) must not park an accept.
+	 */
+	if (auth && be64_to_cpu(hs->time_ns) <= qp->auth_newest) {
+		rej = RV_CM_REJ_REPLAY;
+		goto out_unlock_conn;
+	}
 	if (qp->cm_id || qp->dead_id) {
 		/*
 		 * Either the client gave up on this QP (its DREQ was lost, or
@@ -526,9 +828,18 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		rej = RV_CM_REJ_BUSY;
 		goto out_unlock_conn;
 	}
+	qp->auth = auth;
 	if (rv_cm_create_qp(qp, id)) {
 		rej = RV_CM_REJ_NO_RESOURCES;
 		goto out_unlock_conn;
+	}
+	if (auth) {
+		if (rv_cm_server_tags(qp, id, hs, &rep)) {
+			rv_cm_free_qp(id);
+			rej = RV_CM_REJ_AUTH;
+			goto out_unlock_conn;
+		}
+		qp->auth_newest = be64_to_cpu(hs->time_ns);
 	}
 	rdma_set_ack_timeout(id, rv_ack_timeout);
 	if (rdma_accept(id, &param)) {
@@ -539,6 +850,7 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 	id->context = qp;
 	qp->cm_id = id;
 	qp->state = RV_QP_CONNECTING;
+	qp->established = false;
 	qp->reason = RV_CONN_REASON_NONE;
 	rv_conn_update_state(conn);
 
@@ -575,6 +887,64 @@ static bool rv_cm_src_privileged(const struct rdma_cm_id *id)
 	return port && port < RV_CM_PRIV_PORT_END;
 }
 
+/* Same address, whatever the ports. */
+static bool rv_cm_same_host(const struct sockaddr_storage *a,
+			    const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return a->ss_family == AF_INET6 &&
+	       ipv6_addr_equal(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr);
+}
+
+/*
+ * On RoCE, whether the request's primary path leads back to the address
+ * its rdma_cm header claims: ib_cm sends the accept, and the QP its
+ * packets, along that path, so a request claiming a peer's address but
+ * naming another GID would have them go to a third host.  (Both come
+ * from the request: this only keeps the answers with the claimed host;
+ * the tags prove who asked.)  An IB GID is no IP address: nothing to
+ * compare there.
+ */
+static bool rv_cm_path_is_source(const struct rdma_cm_id *id)
+{
+	struct sockaddr_storage gid_addr = {};
+
+	if (!rdma_protocol_roce(id->device, id->port_num))
+		return true;
+	if (!id->route.path_rec || !id->route.num_pri_alt_paths)
+		return false;
+	rdma_gid2ip((struct sockaddr *)&gid_addr, &id->route.path_rec[0].dgid);
+	return rv_cm_same_host(&gid_addr, &id->route.addr.dst_addr);
+}
+
+/*
+ * The request's tag, and its time against this node's clock: RV_CM_REJ_*
+ * or 0.  Without a cluster key only an untagged request passes, and only
+ * when the administrator allowed that (insecure_no_cluster_key).
+ */
+static int rv_cm_check_auth(const struct rv_auth_msg *hs,
+			    const struct rv_cm_req_pdata *req)
+{
+	u8 tag[RV_AUTH_TAG_LEN];
+	s64 age;
+
+	if (!(req->flags & RV_CM_F_AUTH))
+		return rv_auth_insecure && !rv_auth_have_key() ?
+		       0 : RV_CM_REJ_AUTH;
+	if (rv_auth_tag(RV_AUTH_LABEL_REQ, hs, tag) ||
+	    crypto_memneq(tag, req->tag, sizeof(req->tag)))
+		return RV_CM_REJ_AUTH;
+	age = (s64)(ktime_get_real_ns() - be64_to_cpu(req->time_ns));
+	if (age > (s64)RV_AUTH_MAX_SKEW_NS || age < -(s64)RV_AUTH_MAX_SKEW_NS)
+		return RV_CM_REJ_REPLAY;
+	return 0;
+}
+
 /* A connection request on the listener; @id is the new child id. */
 static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -583,6 +953,7 @@ static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		.magic = cpu_to_be32(RV_CM_MAGIC),
 		.version = cpu_to_be16(RV_CM_VERSION),
 	};
+	struct rv_auth_msg hs;
 	int reason;
 
 	atomic64_inc(&rv_cm_stats.requests);
@@ -591,8 +962,16 @@ static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		reason = RV_CM_REJ_UNPRIVILEGED;
 	else
 		reason = rv_cm_check_req(req, ev->param.conn.private_data_len);
+	if (!reason && !rv_cm_path_is_source(id))
+		reason = RV_CM_REJ_PATH;
+	if (!reason) {
+		rv_cm_hs_from_req(&hs, req, &id->route.addr.dst_addr,
+				  &id->route.addr.src_addr,
+				  ev->param.conn.qp_num);
+		reason = rv_cm_check_auth(&hs, req);
+	}
 	if (!reason)
-		reason = rv_cm_accept(id, req);
+		reason = rv_cm_accept(id, req, &hs);
 	trace_rv_cm_request(id->device->index, id->port_num, reason);
 	if (!reason) {
 		atomic64_inc(&rv_cm_stats.accepted);
@@ -776,6 +1155,15 @@ static void rv_cm_work(struct work_struct *work)
 		}
 		break;
 	case RV_QP_CONNECTING:
+		if (!conn->client && qp->auth && qp->established &&
+		    qp->cm_id && !dead &&
+		    !time_before(jiffies, qp->attempt_start +
+				 msecs_to_jiffies(RV_CM_ATTEMPT_MS))) {
+			/* Established, but no proof came. */
+			atomic64_inc(&rv_cm_stats.auth_bad_proof);
+			rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_AUTH);
+			break;
+		}
 		if (!conn->started)
 			break;
 		if (!expired) {
@@ -936,6 +1324,7 @@ void rv_cm_qp_init(struct rv_conn_qp *qp)
 {
 	INIT_DELAYED_WORK(&qp->work, rv_cm_work);
 	INIT_WORK(&qp->fault_work, rv_cm_fault_work);
+	INIT_WORK(&qp->auth_work, rv_cm_auth_work);
 	rv_write_qp_init(qp);
 }
 
@@ -961,6 +1350,10 @@ int rv_cm_stats_show(struct seq_file *s, void *unused)
 	for (i = 1; i < ARRAY_SIZE(rv_cm_rej_names); i++)
 		seq_printf(s, "rejected_%s %lld\n", rv_cm_rej_names[i],
 			   atomic64_read(&rv_cm_stats.rej[i]));
+	seq_printf(s, "auth_bad_reply %lld\nauth_bad_proof %lld\n",
+		   atomic64_read(&rv_cm_stats.auth_bad_reply),
+		   atomic64_read(&rv_cm_stats.auth_bad_proof));
+	rv_auth_show(s);
 	seq_printf(s, "listen_netns %u\n", rv_cm_listen_netns());
 	return 0;
 }

@@ -210,6 +210,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 	for (i = 0; i < conn->num_conn; i++) {
 		cancel_delayed_work_sync(&conn->qps[i].work);
 		cancel_work_sync(&conn->qps[i].fault_work);
+		cancel_work_sync(&conn->qps[i].auth_work);
 	}
 
 	mutex_lock(&conn->lock);
@@ -233,8 +234,9 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 		rv_cm_destroy_id(ids[i]);
 	for (i = 0; i < conn->num_conn; i++) {
 		WARN_ON_ONCE(!list_empty(&conn->qps[i].inflight));
-		/* Completions during the drain may have queued it again. */
+		/* Completions during the drain may have queued them again. */
 		cancel_work_sync(&conn->qps[i].fault_work);
+		cancel_work_sync(&conn->qps[i].auth_work);
 	}
 	conn->ib_released = true;
 	rv_conn_dbg(conn, "released, reason %u\n", reason);
@@ -254,7 +256,7 @@ static void rv_conn_unlink(struct kref *kref)
 	mutex_unlock(&rv_conn_list_lock);
 
 	rv_conn_release_ib(conn, RV_CONN_REASON_NONE);
-	rv_uid_uncharge(conn->job->params.uid, RV_UID_CONNS);
+	rv_uid_uncharge(conn->job->params.charge_uid, RV_UID_CONNS);
 	rv_conn_free(conn);
 }
 
@@ -322,7 +324,7 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 		}
 	}
 	/* Counted when linked, so that a second handle costs no quota. */
-	ret = rv_uid_charge(job->params.uid, RV_UID_CONNS);
+	ret = rv_uid_charge(job->params.charge_uid, RV_UID_CONNS);
 	if (ret) {
 		mutex_unlock(&rv_conn_list_lock);
 		rv_conn_free(fresh);

@@ -60,6 +60,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "rv.h"
+#include "rv_auth.h"
 
 /* Module parameters (rv_cm_listen.c), validated by rv_cm_init(). */
 extern unsigned int rv_cm_port;
@@ -154,6 +155,16 @@ struct rv_drain {
  * @chain: RV_POST_CHAIN work requests a post chains (rv_write.c); used
  *	under @slot->sq_lock
  * @chain_sge: their SGEs, @slot->conn->max_sge each
+ * @authed: the peer proved the cluster key on this QP; receives are
+ *	routed only then (the peer's proof is the QP's first message, so an
+ *	unproved QP completes nothing else).  Client: set once the accept's
+ *	tag checked, before the QP sends its proof; server: by @cq's handler
+ *	when the proof arrived.  True from the start without authentication
+ * @proof: RV_AUTH_TAG_LEN bytes mapped both ways at @proof_dma: the proof
+ *	the client sends, or the one the server receives
+ * @proof_dma: its DMA address
+ * @expect: server: the proof it waits for, computed at accept
+ * @proof_cqe: server: completion of the proof's receive, posted first
  *
  * Created with the QP (rv_cm_create_qp()), freed with it
  * (rv_cm_destroy_qp()), write contexts included: a connection that never
@@ -174,6 +185,11 @@ struct rv_ibqp {
 	struct rv_write_ctx *ctxs;
 	struct ib_rdma_wr *chain;
 	struct ib_sge *chain_sge;
+	bool authed;
+	u8 *proof;
+	u64 proof_dma;
+	u8 expect[RV_AUTH_TAG_LEN];
+	struct ib_cqe proof_cqe;
 };
 
 /**
@@ -218,6 +234,15 @@ struct rv_ibqp {
  * @flush_seen: a completion of the QP was flushed; set without a lock
  *	from completion context, tested and cleared by @fault_work, which
  *	asks the current QP whether it is in the error state
+ * @auth: the current handshake is authenticated (rv_auth.h); protected
+ *	by @conn->lock, like the fields below
+ * @hs: what the current handshake's tags bind
+ * @auth_newest: server: @hs.time_ns of the newest request accepted for
+ *	this QP: an older or equal one is a replay
+ * @established: server: the CM reported ESTABLISHED for the current id;
+ *	the QP is connected once the client's proof has arrived too
+ * @auth_work: server: checks, after the proof arrived, whether the QP is
+ *	connected now
  *
  * A QP's send queue has @conn->depth + 2 entries: @depth for writes, one
  * for a drain marker, one for a heartbeat; its receive queue @depth +
@@ -250,6 +275,11 @@ struct rv_conn_qp {
 	struct ib_qp *fault_qp;
 	const char *fault_cause;
 	bool flush_seen;
+	bool auth;
+	struct rv_auth_msg hs;
+	u64 auth_newest;
+	bool established;
+	struct work_struct auth_work;
 };
 
 /**
@@ -345,7 +375,11 @@ struct rv_conn {
 
 /* Private data magic: "RVCM". */
 #define RV_CM_MAGIC	0x5256434dU
-#define RV_CM_VERSION	1
+/* 2: authenticated requests and accepts (rv_auth.h). */
+#define RV_CM_VERSION	2
+
+/* struct rv_cm_req_pdata.flags: the request and accept carry tags. */
+#define RV_CM_F_AUTH	0x01
 
 /**
  * struct rv_cm_req_pdata - private data of a connection request
@@ -354,12 +388,18 @@ struct rv_conn {
  * @qp_index: which QP of the connection, < @num_conn
  * @num_conn: the client job's num_conn; must equal the server job's
  * @key_len: bytes used in @key, 1..RV_JOB_KEY_MAX
- * @rsvd: 0
+ * @flags: RV_CM_F_*; RV_CM_F_AUTH unless both nodes run without a
+ *	cluster key (insecure_no_cluster_key)
  * @uid: the job's uid in the initial user namespace
  * @key: the job key; bytes past @key_len are 0
+ * @time_ns: the client's CLOCK_REALTIME, for the server's replay check
+ * @nonce: the client's nonce (struct rv_auth_msg.nonce_c)
+ * @tag: the first bytes of the request's tag (RV_AUTH_LABEL_REQ): lets
+ *	the server refuse a node without the key before it creates a QP;
+ *	the proof that counts comes with the QP's first message
  *
- * All multi-byte fields are big endian.  32 bytes: fits the 56 bytes
- * rdma_cm leaves for private data in an IB CM REQ.
+ * All multi-byte fields are big endian.  56 bytes: all that rdma_cm
+ * leaves for private data in an IB CM REQ.
  */
 struct rv_cm_req_pdata {
 	__be32 magic;
@@ -367,9 +407,12 @@ struct rv_cm_req_pdata {
 	__be16 qp_index;
 	__be16 num_conn;
 	u8 key_len;
-	u8 rsvd;
+	u8 flags;
 	__be32 uid;
 	u8 key[RV_JOB_KEY_MAX];
+	__be64 time_ns;
+	u8 nonce[RV_AUTH_NONCE_LEN];
+	u8 tag[RV_AUTH_REQ_TAG_LEN];
 };
 
 /**
@@ -377,11 +420,16 @@ struct rv_cm_req_pdata {
  * @magic: RV_CM_MAGIC
  * @version: RV_CM_VERSION
  * @qp_index: the request's QP index, echoed
+ * @nonce: the server's nonce (struct rv_auth_msg.nonce_s)
+ * @tag: the accept's tag (RV_AUTH_LABEL_REP); zero when the request
+ *	was not authenticated
  */
 struct rv_cm_rep_pdata {
 	__be32 magic;
 	__be16 version;
 	__be16 qp_index;
+	u8 nonce[RV_AUTH_NONCE_LEN];
+	u8 tag[RV_AUTH_TAG_LEN];
 };
 
 /* Reject reasons on the wire (struct rv_cm_rej_pdata.reason). */
@@ -392,7 +440,10 @@ enum {
 	RV_CM_REJ_BAD_REQUEST = 4,	/* fatal: invalid private data */
 	RV_CM_REJ_MISMATCH = 5,		/* fatal: num_conn differs */
 	RV_CM_REJ_UNPRIVILEGED = 6,	/* fatal: source port >= 1024 */
-	RV_CM_REJ_MAX = RV_CM_REJ_UNPRIVILEGED,
+	RV_CM_REJ_AUTH = 7,		/* retryable: the tag did not check */
+	RV_CM_REJ_REPLAY = 8,		/* retryable: an old request */
+	RV_CM_REJ_PATH = 9,		/* retryable: path is not the source */
+	RV_CM_REJ_MAX = RV_CM_REJ_PATH,
 };
 
 /**

@@ -97,6 +97,9 @@ int rv_cmd_conn_create(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	ret = rv_conn_parse_addr(cmd, &remote);
 	if (ret)
 		return ret;
+	/* No peer could prove itself: say so now, not at the timeout. */
+	if (!rv_auth_have_key() && !rv_auth_insecure)
+		return -ENOKEY;
 
 	mutex_lock(&rf->lock);
 	ret = rv_file_check_owner(rf);

@@ -214,8 +214,9 @@ static_assert(offsetof(struct rv_conn_query, attempts) == 56);
 static_assert(sizeof(struct rv_conn_destroy) == 16);
 static_assert(offsetof(struct rv_conn_destroy, handles) == 12);
 /* The listener and the requests carry no more than this. */
-static_assert(sizeof(struct rv_cm_req_pdata) == 32);
-static_assert(sizeof(struct rv_cm_rep_pdata) == 8);
+static_assert(sizeof(struct rv_cm_req_pdata) == 56);
+static_assert(sizeof(struct rv_cm_rep_pdata) == 48);
+static_assert(sizeof(struct rv_auth_msg) == 92);
 static_assert(sizeof(struct rv_cm_rej_pdata) == 8);
 
 static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
@@ -362,6 +363,7 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	/* The job holds its own reference (rv_job_create()). */
 	params.net = current->nsproxy->net_ns;
 	params.uid = current_uid();
+	params.charge_uid = rv_uid_accountable(current_cred());
 	params.port_num = cmd->port_num;
 	params.key_len = cmd->job_key_len;
 	memcpy(params.key, cmd->job_key, sizeof(params.key));

@@ -65,7 +65,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	struct rv_job *job;
 	int ret;
 
-	ret = rv_uid_charge(params->uid, RV_UID_JOBS);
+	ret = rv_uid_charge(params->charge_uid, RV_UID_JOBS);
 	if (ret)
 		return ERR_PTR(ret);
 
@@ -105,7 +105,7 @@ out_free_id:
 out_free_job:
 	kfree(job);
 out_uncharge:
-	rv_uid_uncharge(params->uid, RV_UID_JOBS);
+	rv_uid_uncharge(params->charge_uid, RV_UID_JOBS);
 	return ERR_PTR(ret);
 }
 
@@ -170,7 +170,7 @@ static void rv_job_free(struct kref *kref)
 	WARN_ON(!xa_empty(&job->slots));
 	xa_destroy(&job->slots);
 	ida_free(&rv_job_ida, job->id);
-	rv_uid_uncharge(job->params.uid, RV_UID_JOBS);
+	rv_uid_uncharge(job->params.charge_uid, RV_UID_JOBS);
 	put_net(job->params.net);
 	/* Never the last reference: every caller holds one of its own. */
 	rv_device_put(job->dev);

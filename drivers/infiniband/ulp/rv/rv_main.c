@@ -3,6 +3,7 @@
  * rv module entry: parameters, the /dev/rv misc device and the ib_client.
  */
 #include "rv.h"
+#include "rv_auth.h"
 #include "rv_conn.h"
 
 #include <linux/log2.h>
@@ -199,11 +200,11 @@ static int __init rv_init(void)
 
 	ret = rv_check_params();
 	if (ret)
-		return ret;
+		goto out_auth_exit;
 
 	ret = rv_conn_init();
 	if (ret)
-		return ret;
+		goto out_auth_exit;
 
 	ret = rv_device_init();
 	if (ret)
@@ -220,6 +221,9 @@ out_device_exit:
 	rv_device_exit();
 out_conn_exit:
 	rv_conn_exit();
+out_auth_exit:
+	/* The cluster_key parameter was parsed before this ran. */
+	rv_auth_exit();
 	return ret;
 }
 
@@ -231,6 +235,7 @@ static void __exit rv_exit(void)
 	rv_device_exit();
 	rv_job_exit();
 	rv_uid_exit();
+	rv_auth_exit();
 }
 
 module_init(rv_init);

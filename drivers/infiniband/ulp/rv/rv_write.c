@@ -307,6 +307,15 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		return;
 	}
+	/*
+	 * Not before the peer proved the cluster key: its proof is the
+	 * QP's first message, so only a peer that is not rv gets here.
+	 */
+	if (!READ_ONCE(iq->authed)) {
+		atomic64_inc(&conn->recv_errors);
+		rv_cm_qp_fault(qp, iq->ibqp, "a message before the proof");
+		return;
+	}
 	if (wc->wc_flags & IB_WC_WITH_IMM)
 		rv_write_route(conn, be32_to_cpu(wc->ex.imm_data),
 			       wc->byte_len);
