@@ -7,11 +7,17 @@
  *   rv_cm_forge -r REMOTE_IP -P PORT -k KEY [-b SRC_PORT] [-u UID]
  *               [-n NUM_CONN] [-i QP_INDEX] [-m MAGIC] [-v VERSION]
  *               [-l PDATA_LEN] [-H HOLD_MS] [-x EXPECTED_REJECT]
- *               [-E EXPECTED_ERRNO]
+ *               [-E EXPECTED_ERRNO] [-K CLUSTER_KEY_HEX] [-A FLAGS]
+ *               [-T TIME_OFFSET_S]
  *   rv_cm_forge -L -P PORT[,PORT...] [-H HOLD_MS] [-E EXPECTED_ERRNO]
  *
  * The private data follows rv's wire format (struct rv_cm_req_pdata in
- * drivers/infiniband/ulp/rv/rv_conn.h): every field may be forged.
+ * drivers/infiniband/ulp/rv/rv_conn.h, version 2): every field may be
+ * forged.  With -K (root's copy of the cluster key) the request's tag is
+ * computed as rv's (rv_auth.h), over the request as sent; without it the
+ * tag is random, as a forger without the key must send it.  -A sets the
+ * flags byte (default 1, tagged), -T shifts the request's time by that
+ * many seconds (a stale request).
  * -b binds the request's source port first (below 1024 only with
  * CAP_NET_BIND_SERVICE: rdma_cm's rule, which rv's server relies on).
  * Prints "rejected status S reason R" (R is rv's RV_CM_REJ_* from the
@@ -41,19 +47,87 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <rdma/rdma_cma.h>
+#include <sys/random.h>
+#include <time.h>
 
-/* rv's request private data, version 1; all big endian. */
+/* rv's request private data, version 2; all big endian. */
 struct req_pdata {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t qp_index;
 	uint16_t num_conn;
 	uint8_t key_len;
+	uint8_t flags;
+	uint32_t uid;
+	uint8_t key[16];
+	uint64_t time_ns;
+	uint8_t nonce[8];
+	uint8_t tag[8];
+};
+
+/* What rv's tags bind (struct rv_auth_msg), packed, big endian. */
+struct auth_msg {
+	uint8_t version;
+	uint8_t flags;
+	uint16_t qp_index;
+	uint16_t num_conn;
+	uint8_t key_len;
 	uint8_t rsvd;
 	uint32_t uid;
 	uint8_t key[16];
-};
+	uint8_t client_addr[16];
+	uint8_t server_addr[16];
+	uint64_t time_ns;
+	uint8_t nonce_c[8];
+	uint8_t nonce_s[8];
+	uint32_t client_qpn;
+	uint32_t server_qpn;
+} __attribute__((packed));
+
+/* @sin as 16 bytes, IPv4-mapped. */
+static void mapped(uint8_t out[16], const struct sockaddr_in *sin)
+{
+	memset(out, 0, 16);
+	out[10] = out[11] = 0xff;
+	memcpy(out + 12, &sin->sin_addr, 4);
+}
+
+/* The request's tag under @key (HMAC-SHA256 over "rv2 req" and @m). */
+static int req_tag(const uint8_t *key, size_t key_len,
+		   const struct auth_msg *m, uint8_t out[8])
+{
+	static const char label[] = "rv2 req";
+	unsigned char buf[sizeof(label) - 1 + sizeof(*m)], md[32];
+	unsigned int md_len = sizeof(md);
+
+	memcpy(buf, label, sizeof(label) - 1);
+	memcpy(buf + sizeof(label) - 1, m, sizeof(*m));
+	if (!HMAC(EVP_sha256(), key, (int)key_len, buf, sizeof(buf), md,
+		  &md_len))
+		return -1;
+	memcpy(out, md, 8);
+	return 0;
+}
+
+static int parse_hex(const char *hex, uint8_t *out, size_t max)
+{
+	size_t n = strlen(hex), i;
+
+	if (n % 2 || n / 2 > max)
+		return -1;
+	for (i = 0; i < n / 2; i++)
+		if (sscanf(hex + 2 * i, "%2hhx", &out[i]) != 1)
+			return -1;
+	return (int)(n / 2);
+}
+
+static uint64_t htobe64_(uint64_t v)
+{
+	return ((uint64_t)htonl(v & 0xffffffff) << 32) | htonl(v >> 32);
+}
 
 struct rej_pdata {
 	uint32_t magic;
@@ -157,10 +231,15 @@ int main(int argc, char **argv)
 {
 	struct req_pdata req = {
 		.magic = htonl(0x5256434d),
-		.version = htons(1),
+		.version = htons(2),
 		.num_conn = htons(4),
+		.flags = 1,
 		.uid = htonl(getuid()),
 	};
+	uint8_t ckey[64];
+	int ckey_len = 0;
+	long time_offset = 0;
+	struct timespec now;
 	struct rdma_conn_param param = { .retry_count = 7 };
 	struct ibv_qp_init_attr qpa = {
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
@@ -179,7 +258,7 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq = NULL;
 	bool listen = false;
 
-	while ((c = getopt(argc, argv, "r:P:k:b:u:n:i:m:v:l:H:x:E:L")) != -1) {
+	while ((c = getopt(argc, argv, "r:P:k:b:u:n:i:m:v:l:H:x:E:LK:A:T:")) != -1) {
 		switch (c) {
 		case 'r': remote = optarg; break;
 		case 'P':
@@ -201,6 +280,13 @@ int main(int argc, char **argv)
 		case 'v': req.version = htons(atoi(optarg)); break;
 		case 'l': len = atoi(optarg); break;
 		case 'x': expect = atoi(optarg); break;
+		case 'K':
+			ckey_len = parse_hex(optarg, ckey, sizeof(ckey));
+			if (ckey_len < 16)
+				return 2;
+			break;
+		case 'A': req.flags = strtoul(optarg, NULL, 0); break;
+		case 'T': time_offset = strtol(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
@@ -250,6 +336,33 @@ int main(int argc, char **argv)
 			perror("create qp");
 			return 1;
 		}
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	req.time_ns = htobe64_((uint64_t)(now.tv_sec + time_offset) *
+			       1000000000ull + now.tv_nsec);
+	if (getrandom(req.nonce, sizeof(req.nonce), 0) != sizeof(req.nonce) ||
+	    getrandom(req.tag, sizeof(req.tag), 0) != sizeof(req.tag))
+		return 1;
+	if (ckey_len) {
+		struct auth_msg m = {
+			.version = 2,
+			.flags = req.flags,
+			.qp_index = req.qp_index,
+			.num_conn = req.num_conn,
+			.key_len = req.key_len,
+			.uid = req.uid,
+			.time_ns = req.time_ns,
+			.client_qpn = htonl(id->qp ? id->qp->qp_num :
+					    param.qp_num),
+		};
+
+		memcpy(m.key, req.key, sizeof(m.key));
+		memcpy(m.nonce_c, req.nonce, sizeof(m.nonce_c));
+		mapped(m.client_addr,
+		       (struct sockaddr_in *)rdma_get_local_addr(id));
+		mapped(m.server_addr, &dst);
+		if (req_tag(ckey, ckey_len, &m, req.tag))
+			return 1;
 	}
 	param.private_data = &req;
 	param.private_data_len = len;

@@ -11,7 +11,8 @@
 # close, SIGKILL of the holder, and close after the device was removed
 # (each checked by reaching the cap again from zero).  Finally rv unloads
 # (its count table must be empty: a WARNING otherwise, which fails the
-# run) and is loaded again.
+# run) and is loaded again.  A uid mapped in a user namespace counts as
+# the namespace's owner.
 
 set -uo pipefail
 # shellcheck source=tap.sh
@@ -109,6 +110,27 @@ once() {
 	sed 's/^/# /' "$RV_OUT/caps-$name.out"
 }
 
+# userns_once NAME HOLD_ARGS...: once, as uid 7 of a user namespace that
+# uid 65534 created and root gave 1000 uids (kuids 300000..300999), the
+# way newuidmap maps a user's subordinate range.
+userns_once() {
+	local name=$1 pid pidfile=/dev/shm/rv-caps-userns.pid
+	shift
+	rm -f "$pidfile"
+	"${NOBODY[@]}" unshare --user sh -c "echo \$\$ >$pidfile; exec sleep 600" &
+	rv_wait_until 10 test -s "$pidfile"
+	pid=$(cat "$pidfile")
+	if echo "0 300000 1000" >"/proc/$pid/uid_map" &&
+	   echo "0 300000 1000" >"/proc/$pid/gid_map"; then
+		once "$name" nsenter --target "$pid" --user --setuid 7 --setgid 7 \
+			"$HOLD" "$@"
+	else
+		echo "userns map failed" >"$RV_OUT/caps-$name.out"
+	fi
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+}
+
 gid_back() {
 	[[ $(rv_gid_index "$RV_IBDEV" 2>/dev/null) =~ ^[0-9]+$ ]]
 }
@@ -189,6 +211,10 @@ if hold_start j1 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
 	expect jobs-other-uid-unaffected "$(held j-other jobs)" "jobs 8 0"
 	once j-root "$HOLD" "${RING[@]}" -j 8
 	expect jobs-root-unaffected "$(held j-root jobs)" "jobs 8 0"
+	# Subordinate uids are their owner's: uid 7 of 65534's namespace
+	# (kuid 300007) is charged to 65534, which holds its cap.
+	userns_once j-userns "${RING[@]}" -j 1
+	expect jobs-userns-charged-to-owner "$(held j-userns jobs)" "jobs 0 EDQUOT"
 
 	hold_stop j1
 	if rv_wait_until 20 mem_returns "$m0"; then

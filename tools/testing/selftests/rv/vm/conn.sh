@@ -179,10 +179,11 @@ rej_count() {
 
 # node0 (10.77.0.1, the client) attacks node1's job "iso".
 isolation() {
-	local key="i$run" peer pid st=$work/iso b0 n0 m0 u0 b1 n1 m1 u1
-	# Root from a privileged port, as rv would send them: the checks
-	# after the port's are what is tested here.
-	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P "$cmport" -b 700)
+	local key="i$run" peer pid st=$work/iso b0 n0 m0 u0 a0 r0 b1 n1 m1 u1 a1 r1
+	# Root from a privileged port with the cluster key, as rv would send
+	# them: the checks after the port's and the tag's are tested here.
+	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P "$cmport" -b 700
+		-K "$RV_CLUSTER_KEY")
 	peer=$(rv_node_ip $((1 - me)))
 	barrier start-iso || true
 	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>"$st.err" &
@@ -195,6 +196,8 @@ isolation() {
 		n0=$(rej_count rejected_no_conn)
 		m0=$(rej_count rejected_mismatch)
 		u0=$(rej_count rejected_busy)
+		a0=$(rej_count rejected_auth)
+		r0=$(rej_count rejected_replay)
 	fi
 	barrier iso-counted || true
 	if [[ $me -eq 0 ]]; then
@@ -203,9 +206,15 @@ isolation() {
 		tap_run iso-other-key "$CT" -k "x$run" -t 4000 -e no_conn -1 "$peer"
 		# Forged requests: one field wrong each (rv_cm_forge -x: the
 		# RV_CM_REJ_* expected: 1 no_conn, 2 busy, 4 bad_request,
-		# 5 mismatch).
+		# 5 mismatch, 7 auth, 8 replay).
 		tap_run forge-bad-magic "${F[@]}" -k "$key" -m 0x12345678 -x 4
-		tap_run forge-bad-version "${F[@]}" -k "$key" -v 2 -x 4
+		tap_run forge-bad-version "${F[@]}" -k "$key" -v 1 -x 4
+		# Without the key the tag cannot be right; untagged requests
+		# are refused while rv has a key; so is a tag over a request
+		# 400 s old (rv_auth.h: 300 s at most).
+		tap_run forge-no-cluster-key "${F[@]:0:7}" -k "$key" -x 7
+		tap_run forge-untagged "${F[@]}" -k "$key" -A 0 -x 7
+		tap_run forge-stale-request "${F[@]}" -k "$key" -T -400 -x 8
 		tap_run forge-short-pdata "${F[@]}" -k "$key" -l 8 -x 4
 		tap_run forge-bad-qp-index "${F[@]}" -k "$key" -i 4 -x 4
 		tap_run forge-num-conn "${F[@]}" -k "$key" -n 2 -i 0 -x 5
@@ -219,9 +228,12 @@ isolation() {
 		n1=$(rej_count rejected_no_conn)
 		m1=$(rej_count rejected_mismatch)
 		u1=$(rej_count rejected_busy)
-		tap_diag "rejects counted: bad_request +$((b1 - b0)) no_conn +$((n1 - n0)) mismatch +$((m1 - m0)) busy +$((u1 - u0))"
+		a1=$(rej_count rejected_auth)
+		r1=$(rej_count rejected_replay)
+		tap_diag "rejects counted: bad_request +$((b1 - b0)) no_conn +$((n1 - n0)) mismatch +$((m1 - m0)) busy +$((u1 - u0)) auth +$((a1 - a0)) replay +$((r1 - r0))"
 		tap_run iso-rejects-counted test $((b1 - b0)) -eq 4 -a \
-			$((m1 - m0)) -eq 1 -a $((u1 - u0)) -eq 1 -a $((n1 - n0)) -ge 4
+			$((m1 - m0)) -eq 1 -a $((u1 - u0)) -eq 1 -a $((n1 - n0)) -ge 4 \
+			-a $((a1 - a0)) -eq 2 -a $((r1 - r0)) -eq 1
 	fi
 	# The job's own connection never noticed.
 	refresh "$st"
@@ -241,6 +253,8 @@ privports() {
 	local ist=$work/priv-idle hold=$work/priv-hold hpid rc u0 u1 r0 r1 out
 	local N=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P "$cmport")
+	# Root holds the cluster key: with it, a peer (uid 65534 has neither).
+	local R=("${F[@]}" -K "$RV_CLUSTER_KEY")
 	local ips
 	read -r -a ips <<<"$RV_NODE_IPS"
 	peer=$(rv_node_ip $((1 - me)))
@@ -264,7 +278,7 @@ privports() {
 	if [[ $me -eq 0 ]]; then
 		# Root, privileged port, no RTU: job v's QP 2 is accepted and
 		# stays connecting on node1 for 8 s.
-		"${F[@]}" -b 701 -k "$idle" -i 2 -H 8000 -x 0 >"$hold" 2>&1 &
+		"${R[@]}" -b 701 -k "$idle" -i 2 -H 8000 -x 0 >"$hold" 2>&1 &
 		hpid=$!
 		rv_wait_until 10 grep -qs '^accepted' "$hold"
 		tap_run priv-root-holds-connecting grep -q '^accepted' "$hold"
@@ -283,8 +297,8 @@ privports() {
 		# Root from a privileged port is a peer: an idle index with the
 		# job's uid and key is accepted; a connected one stays refused
 		# (BUSY, 2).
-		tap_run priv-root-idle-accepted "${F[@]}" -b 701 -k "$idle" -i 3 -x 0
-		tap_run priv-root-hijack-busy "${F[@]}" -b 701 -k "$key" -i 0 -x 2
+		tap_run priv-root-idle-accepted "${R[@]}" -b 701 -k "$idle" -i 3 -x 0
+		tap_run priv-root-hijack-busy "${R[@]}" -b 701 -k "$key" -i 0 -x 2
 	fi
 	barrier priv-attacked 120 || true
 	if [[ $me -eq 1 ]]; then
