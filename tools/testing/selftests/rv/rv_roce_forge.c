@@ -8,7 +8,8 @@
  *   rv_roce_forge --target IP --src-ip IP --uid N --key STR
  *                 [--src-port N] [--path-gid IP] [--cm-port N]
  *                 [--qp-index I[,I...]] [--num-conn N] [--version V[,V...]]
- *                 [--qpn Q[,Q...]] [--stale-qpn Q[,Q...]] [--ca-guid HEX]
+ *                 [--qpn Q[,Q...]] [--qpn-step N] [--stale-qpn Q[,Q...]]
+ *                 [--ca-guid HEX]
  *                 [--count N] [--interval-ms N] [--wait-ms N] [--rtu]
  *                 [--expect-rep] [--udp-port N] [--quiet]
  *
@@ -20,11 +21,16 @@
  * data is rv's request (--version 1: the 32-byte layout; 2: 56 bytes with
  * the "authenticated" flag, a timestamp, a random nonce and a random tag,
  * as the forger cannot compute the real one; a list such as 1,2: round r
- * uses the (r mod n)-th, so a test need not know the server's version).  The REQ's primary path
- * names --path-gid (default --src-ip) as the requester's GID: ib_cm sends
+ * uses the (r mod n)-th, so a test need not know the server's version).
+ * The REQ's primary path names --path-gid (default --src-ip) as the
+ * requester's GID: ib_cm sends
  * its answers (REP, and rv's REJ) there, so with the forger's own address
  * they come back to it.  The local QPN of index position k is the k-th
- * --qpn (default 0xf000 + k); with --stale-qpn, each REQ is preceded by one
+ * --qpn (default 0xf00000 + k: far above what rxe allocates), plus
+ * --qpn-step (default 0) times the round: ib_cm takes a REQ with the QPN
+ * and CA GUID of a connection it has for a stale connection's, so a round
+ * repeating a QPN that was accepted before would disconnect that (our)
+ * connection again.  With --stale-qpn, each REQ is preceded by one
  * with the k-th of those QPNs instead (a connection's real QPN with its CA
  * GUID: ib_cm then takes the REQ for one from a stale connection and
  * disconnects the real one).  --ca-guid is the REQ's local CA GUID
@@ -120,7 +126,7 @@ struct opts {
 	const char *key;
 	unsigned int idx[MAX_IDX], n_idx;
 	uint32_t qpn[MAX_IDX], stale_qpn[MAX_IDX];
-	unsigned int n_qpn, n_stale;
+	unsigned int n_qpn, n_stale, qpn_step;
 	uint64_t ca_guid;
 	unsigned int count, interval_ms, wait_ms, udp_port;
 	bool rtu, expect_rep, quiet;
@@ -632,10 +638,14 @@ static int sockets(const struct opts *o)
 		fprintf(stderr, "send socket: %s\n", strerror(errno));
 		return -1;
 	}
-	if (!o->quiet)
-		printf("# sending from %s:%u to %s:%u\n",
-		       inet_ntoa(tx_addr.sin_addr), ntohs(tx_addr.sin_port),
-		       inet_ntoa(dst_addr.sin_addr), ROCE_UDP_PORT);
+	if (!o->quiet) {
+		char src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &tx_addr.sin_addr, src, sizeof(src));
+		inet_ntop(AF_INET, &dst_addr.sin_addr, dst, sizeof(dst));
+		printf("# sending from %s:%u to %s:%u\n", src,
+		       ntohs(tx_addr.sin_port), dst, ROCE_UDP_PORT);
+	}
 	return 0;
 }
 
@@ -685,6 +695,7 @@ int main(int argc, char **argv)
 		{ "interval-ms", 1, NULL, 'I' }, { "wait-ms", 1, NULL, 'w' },
 		{ "rtu", 0, NULL, 'r' },	{ "expect-rep", 0, NULL, 'x' },
 		{ "udp-port", 1, NULL, 'U' },	{ "quiet", 0, NULL, 'z' },
+		{ "qpn-step", 1, NULL, 'S' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = {
@@ -755,6 +766,7 @@ int main(int argc, char **argv)
 		case 'x': o.expect_rep = true; break;
 		case 'U': o.udp_port = num(optarg, 65535); break;
 		case 'z': o.quiet = true; break;
+		case 'S': o.qpn_step = num(optarg, 0xffffff); break;
 		default: usage();
 		}
 	}
@@ -766,7 +778,7 @@ int main(int argc, char **argv)
 		usage();
 	for (k = 0; k < o.n_idx; k++)
 		if (!o.n_qpn)
-			o.qpn[k] = 0xf000 + k;
+			o.qpn[k] = 0xf00000 + k;
 
 	reqs = calloc(MAX_REQS, sizeof(*reqs));
 	if (!reqs)
@@ -787,7 +799,8 @@ int main(int argc, char **argv)
 			if (o.n_stale && send_req(&o, v, o.idx[k],
 						  o.stale_qpn[k], true))
 				return 3;
-			if (send_req(&o, v, o.idx[k], o.qpn[k], false))
+			if (send_req(&o, v, o.idx[k],
+				     o.qpn[k] + i * o.qpn_step, false))
 				return 3;
 		}
 		next += o.interval_ms;
