@@ -173,7 +173,7 @@ endif
 # image and headers make setup installs: CI exercises both.  Their results
 # are named "6.12/<group>/..."; the last line sums both runs.
 SECOND_KERNEL := 6.12
-SECOND_GROUPS := uapi mr ring conn-pair write-pair fuzz fabric demo
+SECOND_GROUPS := uapi mr ring conn-pair write-pair fuzz fabric demo forge
 ifeq ($(KERNEL)$(GROUPS),$(DEFAULT_KERNEL))
 SECOND_KVER := $(call kver,$(SECOND_KERNEL))
 endif

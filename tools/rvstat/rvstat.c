@@ -72,7 +72,7 @@ static const char *const qp_states[] = {
 static const char *const reasons[] = {
 	"none", "unreachable", "no_listener", "no_conn", "busy",
 	"bad_request", "mismatch", "bad_reply", "timeout", "device_removed",
-	"disconnected", "no_resources", "qp_error",
+	"disconnected", "no_resources", "qp_error", "auth",
 };
 
 #define NAME(tab, v) ((v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")

@@ -1156,9 +1156,14 @@ static void rv_cm_work(struct work_struct *work)
 		break;
 	case RV_QP_CONNECTING:
 		if (!conn->client && qp->auth && qp->established &&
-		    qp->cm_id && !dead &&
-		    !time_before(jiffies, qp->attempt_start +
-				 msecs_to_jiffies(RV_CM_ATTEMPT_MS))) {
+		    qp->cm_id && !dead && !expired) {
+			unsigned long proof_by = qp->attempt_start +
+				msecs_to_jiffies(RV_CM_ATTEMPT_MS);
+
+			if (time_before(jiffies, proof_by)) {
+				rv_cm_kick(qp, proof_by - jiffies);
+				break;
+			}
 			/* Established, but no proof came. */
 			atomic64_inc(&rv_cm_stats.auth_bad_proof);
 			rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_AUTH);

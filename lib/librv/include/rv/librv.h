@@ -344,6 +344,7 @@ uint64_t rv_ring_overflows(const struct rv *rv);
  *  -ENOMEM        out of kernel memory
  *  -EDQUOT        the connection is new and the jobs of the caller's uid
  *                 already hold the module's max_conns_per_uid connections
+ *  -ENOKEY        rv has no cluster key (see rv(7), "Security model")
  */
 int rv_conn_create(struct rv *rv, const struct sockaddr *addr,
 		   socklen_t addrlen, struct rv_conn_create *c);

@@ -8,7 +8,7 @@
  *               [-n NUM_CONN] [-i QP_INDEX] [-m MAGIC] [-v VERSION]
  *               [-l PDATA_LEN] [-H HOLD_MS] [-x EXPECTED_REJECT]
  *               [-E EXPECTED_ERRNO] [-K CLUSTER_KEY_HEX] [-A FLAGS]
- *               [-T TIME_OFFSET_S]
+ *               [-T TIME_OFFSET_S] [-F bad|write]
  *   rv_cm_forge -L -P PORT[,PORT...] [-H HOLD_MS] [-E EXPECTED_ERRNO]
  *
  * The private data follows rv's wire format (struct rv_cm_req_pdata in
@@ -17,7 +17,10 @@
  * computed as rv's (rv_auth.h), over the request as sent; without it the
  * tag is random, as a forger without the key must send it.  -A sets the
  * flags byte (default 1, tagged), -T shifts the request's time by that
- * many seconds (a stale request).
+ * many seconds (a stale request).  -F, once established: instead of the
+ * proof rv's server waits for as the QP's first message, send 32 random
+ * bytes (bad) or a zero-length write with immediate (write), then keep the
+ * connection HOLD_MS; the server must fail the QP (auth_bad_proof).
  * -b binds the request's source port first (below 1024 only with
  * CAP_NET_BIND_SERVICE: rdma_cm's rule, which rv's server relies on).
  * Prints "rejected status S reason R" (R is rv's RV_CM_REJ_* from the
@@ -122,6 +125,44 @@ static int parse_hex(const char *hex, uint8_t *out, size_t max)
 		if (sscanf(hex + 2 * i, "%2hhx", &out[i]) != 1)
 			return -1;
 	return (int)(n / 2);
+}
+
+/* -F: what to send first on the established QP instead of a proof. */
+static int send_instead_of_proof(struct rdma_cm_id *id, struct ibv_cq *cq,
+				 bool write)
+{
+	static uint8_t buf[32];
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = sizeof(buf) };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+	struct ibv_mr *mr;
+	int i, n = 0;
+
+	mr = ibv_reg_mr(id->qp->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || getrandom(buf, sizeof(buf), 0) != sizeof(buf))
+		return -1;
+	sge.lkey = mr->lkey;
+	if (write) {
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.num_sge = 0;
+		wr.imm_data = htonl(0x1234);
+	}
+	if (ibv_post_send(id->qp, &wr, &bad))
+		return -1;
+	for (i = 0; i < 200 && !n; i++) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		if (!n)
+			usleep(10000);
+	}
+	printf("sent %s instead of the proof: %s\n", write ? "a write" : "32 bytes",
+	       n == 1 ? ibv_wc_status_str(wc.status) : "no completion");
+	ibv_dereg_mr(mr);
+	return 0;
 }
 
 static uint64_t htobe64_(uint64_t v)
@@ -239,6 +280,7 @@ int main(int argc, char **argv)
 	uint8_t ckey[64];
 	int ckey_len = 0;
 	long time_offset = 0;
+	const char *proof_mode = NULL;
 	struct timespec now;
 	struct rdma_conn_param param = { .retry_count = 7 };
 	struct ibv_qp_init_attr qpa = {
@@ -258,7 +300,7 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq = NULL;
 	bool listen = false;
 
-	while ((c = getopt(argc, argv, "r:P:k:b:u:n:i:m:v:l:H:x:E:LK:A:T:")) != -1) {
+	while ((c = getopt(argc, argv, "r:P:k:b:u:n:i:m:v:l:H:x:E:LK:A:T:F:")) != -1) {
 		switch (c) {
 		case 'r': remote = optarg; break;
 		case 'P':
@@ -287,6 +329,7 @@ int main(int argc, char **argv)
 			break;
 		case 'A': req.flags = strtoul(optarg, NULL, 0); break;
 		case 'T': time_offset = strtol(optarg, NULL, 0); break;
+		case 'F': proof_mode = optarg; break;
 		default: return 2;
 		}
 	}
@@ -325,7 +368,7 @@ int main(int argc, char **argv)
 		return 1;
 	rdma_ack_cm_event(ev);
 
-	if (hold_ms) {
+	if (hold_ms && !proof_mode) {
 		/* No QP: librdmacm leaves the RTU to rdma_establish(). */
 		param.qp_num = 0x4242;
 	} else {
@@ -390,6 +433,13 @@ int main(int argc, char **argv)
 		printf("%s\n", rdma_event_str(ev->event));
 		if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
 			rc = expect == 0 ? 0 : 1;
+		if (ev->event == RDMA_CM_EVENT_ESTABLISHED && proof_mode) {
+			if (send_instead_of_proof(id, cq,
+						  !strcmp(proof_mode, "write")))
+				rc = 1;
+			fflush(stdout);
+			usleep(hold_ms * 1000);
+		}
 	}
 	rdma_ack_cm_event(ev);
 	if (cq) {

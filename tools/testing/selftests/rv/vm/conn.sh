@@ -250,7 +250,7 @@ isolation() {
 # on node1 (created, never connected: its QPs wait for requests).
 privports() {
 	local key="p$run" idle="v$run" peer pid ipid="" pst=$work/priv
-	local ist=$work/priv-idle hold=$work/priv-hold hpid rc u0 u1 r0 r1 out
+	local ist=$work/priv-idle hold=$work/priv-hold hpid rc u0 u1 r0 r1 out p0 p1
 	local N=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	local F=("$T/rv_cm_forge" -r "$(rv_node_ip 1)" -P "$cmport")
 	# Root holds the cluster key: with it, a peer (uid 65534 has neither).
@@ -273,6 +273,7 @@ privports() {
 	if [[ $me -eq 1 ]]; then
 		u0=$(rej_count rejected_unprivileged)
 		r0=$(rej_count rejected)
+		p0=$(rej_count auth_bad_proof)
 	fi
 	barrier priv-counted || true
 	if [[ $me -eq 0 ]]; then
@@ -299,6 +300,11 @@ privports() {
 		# (BUSY, 2).
 		tap_run priv-root-idle-accepted "${R[@]}" -b 701 -k "$idle" -i 3 -x 0
 		tap_run priv-root-hijack-busy "${R[@]}" -b 701 -k "$key" -i 0 -x 2
+		# The key gets a request accepted, not a QP: established by the
+		# CM, node1's QP waits for the proof, and anything else first
+		# (32 wrong bytes, a write with immediate) fails it.
+		tap_run priv-root-bad-proof "${R[@]}" -b 701 -k "$idle" -i 0 -F bad -H 1000 -x 0
+		tap_run priv-root-write-before-proof "${R[@]}" -b 701 -k "$idle" -i 1 -F write -H 1000 -x 0
 	fi
 	barrier priv-attacked 120 || true
 	if [[ $me -eq 1 ]]; then
@@ -307,6 +313,13 @@ privports() {
 		tap_diag "node1 rejects: unprivileged +$((u1 - u0)), all +$((r1 - r0))"
 		tap_run priv-unprivileged-counted test $((u1 - u0)) -eq 3 -a \
 			$((r1 - r0)) -eq 4
+		p1=$(rej_count auth_bad_proof)
+		tap_diag "node1 proofs refused: +$((p1 - p0))"
+		tap_run priv-bad-proofs-counted test $((p1 - p0)) -ge 2
+		# Job v was never connected: no accepted request without a proof
+		# ever made one of its QPs usable.
+		refresh "$ist"
+		tap_run priv-idle-never-connected grep -q ' connected 0/4 ' "$ist"
 		# rv's port, held from module load: a user gets EACCES (13),
 		# root EADDRNOTAVAIL (99: rdma_cm's answer when a wildcard
 		# listener holds the port).
