@@ -71,7 +71,8 @@ DEBIAN_PACKAGES := \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
 	man-db util-linux gnuplot-nox \
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
-	openssh-server openssh-client autoconf automake libtool
+	openssh-server openssh-client autoconf automake libtool \
+	slurm-wlm munge libpmix-dev
 
 KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
