@@ -302,9 +302,33 @@ privports() {
 		tap_run priv-root-hijack-busy "${R[@]}" -b 701 -k "$key" -i 0 -x 2
 		# The key gets a request accepted, not a QP: established by the
 		# CM, node1's QP waits for the proof, and anything else first
-		# (32 wrong bytes, a write with immediate) fails it.
-		tap_run priv-root-bad-proof "${R[@]}" -b 701 -k "$idle" -i 0 -F bad -H 1000 -x 0
-		tap_run priv-root-write-before-proof "${R[@]}" -b 701 -k "$idle" -i 1 -F write -H 1000 -x 0
+		# (32 wrong bytes, a write with immediate) fails it.  Both are
+		# held established while node1 looks at job v.
+		"${R[@]}" -b 701 -k "$idle" -i 0 -F bad -H 8000 -x 0 \
+			>"$work/proof-bad" 2>&1 &
+		local bpid=$! wpid
+		"${R[@]}" -b 703 -k "$idle" -i 1 -F write -H 8000 -x 0 \
+			>"$work/proof-write" 2>&1 &
+		wpid=$!
+		rv_wait_until 20 grep -qs 'instead of the proof' "$work/proof-bad"
+		rv_wait_until 20 grep -qs 'instead of the proof' "$work/proof-write"
+		barrier priv-proof-held 60 || true
+		barrier priv-proof-checked 60 || true
+		wait "$bpid"
+		tap_run priv-root-bad-proof test $? -eq 0
+		sed 's/^/# /' "$work/proof-bad"
+		wait "$wpid"
+		tap_run priv-root-write-before-proof test $? -eq 0
+		sed 's/^/# /' "$work/proof-write"
+	fi
+	if [[ $me -eq 1 ]]; then
+		# While node0 holds two accepted QPs of job v that sent no
+		# valid proof: none of job v's QPs is connected.
+		barrier priv-proof-held 180 || true
+		refresh "$ist"
+		sed 's/^/# /' "$ist"
+		tap_run priv-idle-never-connected grep -q ' connected 0/4 ' "$ist"
+		barrier priv-proof-checked 60 || true
 	fi
 	barrier priv-attacked 120 || true
 	if [[ $me -eq 1 ]]; then
@@ -316,10 +340,6 @@ privports() {
 		p1=$(rej_count auth_bad_proof)
 		tap_diag "node1 proofs refused: +$((p1 - p0))"
 		tap_run priv-bad-proofs-counted test $((p1 - p0)) -ge 2
-		# Job v was never connected: no accepted request without a proof
-		# ever made one of its QPs usable.
-		refresh "$ist"
-		tap_run priv-idle-never-connected grep -q ' connected 0/4 ' "$ist"
 		# rv's port, held from module load: a user gets EACCES (13),
 		# root EADDRNOTAVAIL (99: rdma_cm's answer when a wildcard
 		# listener holds the port).
