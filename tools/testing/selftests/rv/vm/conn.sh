@@ -66,49 +66,10 @@ wait_count() {
 	return $rc
 }
 
-# wait_status FILE... : until every status file exists; bounded.
-wait_status() {
-	local f
-	for f in "$@"; do
-		rv_wait_until 120 grep -qs '^result' "$f"
-	done
-}
-
-# all_ok FILE...: every status file says "result ok".
-all_ok() {
-	local f rc=0
-	for f in "$@"; do
-		sed 's/^/  /' "$f" 2>/dev/null || echo "  $f missing"
-		grep -qx 'result ok' "$f" 2>/dev/null || rc=1
-	done
-	return $rc
-}
-
-# refresh FILE...: ask each holder (pid in its status file) to re-query.
-refresh() {
-	local f pid
-	for f in "$@"; do
-		pid=$(awk '/^peer/ { print $4; exit }' "$f")
-		rm -f "$f"
-		kill -USR1 "$pid"
-	done
-	wait_status "$@"
-}
-
 peers_except_me() {
 	local i
 	for ((i = 0; i < RV_NODES; i++)); do
 		[[ $i -eq $me ]] || echo -n "$(rv_node_ip "$i") "
-	done
-}
-
-stop_all() {
-	local p
-	for p in "$@"; do
-		kill "$p" 2>/dev/null
-	done
-	for p in "$@"; do
-		wait "$p" 2>/dev/null
 	done
 }
 
@@ -126,8 +87,8 @@ scale_one() {
 			2>"$work/$tag.$i.err" &
 		pids+=($!)
 	done
-	wait_status "${st[@]}"
-	tap_run "connected-$tag" all_ok "${st[@]}"
+	rv_status_wait "${st[@]}"
+	tap_run "connected-$tag" rv_status_ok "${st[@]}"
 	c=$(wait_count "$want" 10)
 	cq=$(count_cqs)
 	tap_diag "qp-count node$me P=$P num_conn=$C: rv RC QPs $c, rv CQs $cq, expected $want, one QP per process pair would be $((P * P * (RV_NODES - 1)))"
@@ -137,7 +98,7 @@ scale_one() {
 		tap_fail "qp-count-$tag" "$c QPs, $cq CQs, want $want"
 	fi
 	barrier "measured-$tag" || true
-	stop_all "${pids[@]}"
+	rv_stop_all "${pids[@]}"
 	c=$(wait_count 0 30)
 	if [[ $c -eq 0 ]]; then
 		tap_ok "qp-released-$tag"
@@ -167,10 +128,10 @@ order() {
 	$CT -k "o$run$late" -d "$d" -t 60000 -s "$work/$name" "$peer" \
 		2>"$work/$name.err" &
 	pid=$!
-	wait_status "$work/$name"
-	tap_run "$name" all_ok "$work/$name"
+	rv_status_wait "$work/$name"
+	tap_run "$name" rv_status_ok "$work/$name"
 	barrier "end-$name" || true
-	stop_all "$pid"
+	rv_stop_all "$pid"
 }
 
 rej_count() {
@@ -188,8 +149,8 @@ isolation() {
 	barrier start-iso || true
 	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>"$st.err" &
 	pid=$!
-	wait_status "$st"
-	tap_run iso-legit-connected all_ok "$st"
+	rv_status_wait "$st"
+	tap_run iso-legit-connected rv_status_ok "$st"
 	barrier iso-connected || true
 	if [[ $me -eq 1 ]]; then
 		b0=$(rej_count rejected_bad_request)
@@ -236,10 +197,10 @@ isolation() {
 			-a $((a1 - a0)) -eq 2 -a $((r1 - r0)) -eq 1
 	fi
 	# The job's own connection never noticed.
-	refresh "$st"
+	rv_status_refresh "$st"
 	tap_run iso-legit-untouched grep -q 'state connected reason none generation 1 connected 4/4' "$st"
 	barrier iso-end || true
-	stop_all "$pid"
+	rv_stop_all "$pid"
 }
 
 # Peers are rv instances: node1 refuses every request from a port a user
@@ -264,11 +225,11 @@ privports() {
 	if [[ $me -eq 1 ]]; then
 		$CT -k "$idle" -0 -s "$ist" "$peer" 2>"$ist.err" &
 		ipid=$!
-		wait_status "$ist"
-		tap_run priv-idle-created all_ok "$ist"
+		rv_status_wait "$ist"
+		tap_run priv-idle-created rv_status_ok "$ist"
 	fi
-	wait_status "$pst"
-	tap_run priv-legit-connected all_ok "$pst"
+	rv_status_wait "$pst"
+	tap_run priv-legit-connected rv_status_ok "$pst"
 	barrier priv-connected || true
 	if [[ $me -eq 1 ]]; then
 		u0=$(rej_count rejected_unprivileged)
@@ -325,7 +286,7 @@ privports() {
 		# While node0 holds two accepted QPs of job v that sent no
 		# valid proof: none of job v's QPs is connected.
 		barrier priv-proof-held 180 || true
-		refresh "$ist"
+		rv_status_refresh "$ist"
 		sed 's/^/# /' "$ist"
 		tap_run priv-idle-never-connected grep -q ' connected 0/4 ' "$ist"
 		barrier priv-proof-checked 60 || true
@@ -349,17 +310,17 @@ privports() {
 	barrier priv-listened || true
 	# Job p never noticed, and carries data: a verified stream over its
 	# connection (same job, so same QPs) from one more process per node.
-	refresh "$pst"
+	rv_status_refresh "$pst"
 	tap_run priv-legit-untouched grep -q 'state connected reason none generation 1 connected 4/4' "$pst"
 	out=$(timeout 150 "$T/rv_write_test" -m stream -D "$shared" -N "$me" \
 		-T 90 -k "$key" -P 1 -b $((1 << 20)) -M 16 "${ips[@]}" 2>&1)
 	rc=$?
 	grep -v '^check PASS' <<<"$out" | sed 's/^/# /'
 	tap_run priv-legit-data-flows test "$rc" -eq 0
-	refresh "$pst"
+	rv_status_refresh "$pst"
 	tap_run priv-legit-still-gen1 grep -q 'state connected reason none generation 1 connected 4/4' "$pst"
 	barrier priv-end || true
-	stop_all "$pid" $ipid
+	rv_stop_all "$pid" $ipid
 }
 
 # rv's client ids on this node: their source ports (cm_port aside).
@@ -407,8 +368,8 @@ srcports() {
 	barrier src-squatted || true
 	$CT -k "$key" -n 16 -t 60000 -s "$sst" "$peer" 2>"$sst.err" &
 	pid=$!
-	wait_status "$sst"
-	tap_run src-connected-around-squatter all_ok "$sst"
+	rv_status_wait "$sst"
+	tap_run src-connected-around-squatter rv_status_ok "$sst"
 	if [[ $me -eq 0 ]]; then
 		ports=$(rv_client_ports | sort -n | uniq -c | awk '{ printf "%s(x%s) ", $2, $1 }')
 		tap_diag "node0: rv client source ports: $ports"
@@ -418,7 +379,7 @@ srcports() {
 		wait "$sqpid" 2>/dev/null
 	fi
 	barrier src-end || true
-	stop_all "$pid"
+	rv_stop_all "$pid"
 }
 
 # The server side goes away and comes back: the client reconnects within
@@ -429,20 +390,20 @@ reconnect() {
 	barrier start-rc || true
 	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
 	pid=$!
-	wait_status "$st"
-	tap_run rc-connected all_ok "$st"
+	rv_status_wait "$st"
+	tap_run rc-connected rv_status_ok "$st"
 	barrier rc-connected || true
 	if [[ $me -eq 1 ]]; then
-		stop_all "$pid"
+		rv_stop_all "$pid"
 		rm -f "$st"
 		sleep 1
 		$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
 		pid=$!
-		wait_status "$st"
-		tap_run rc-server-recreated all_ok "$st"
+		rv_status_wait "$st"
+		tap_run rc-server-recreated rv_status_ok "$st"
 	else
 		for ((i = 0; i < 60; i++)); do
-			refresh "$st"
+			rv_status_refresh "$st"
 			if grep -q 'state connected reason none generation 2 ' "$st"; then
 				ok=1
 				break
@@ -453,7 +414,7 @@ reconnect() {
 		tap_run rc-client-generation-2 test "$ok" -eq 1
 	fi
 	barrier rc-end || true
-	stop_all "$pid"
+	rv_stop_all "$pid"
 }
 
 # Churn: one node holds its side of a job while the other node's side is
@@ -481,10 +442,10 @@ churn() {
 	done
 	tap_run churn-short-lived-connected test "$ok" -eq "$n"
 	barrier churn-done 180 || true
-	refresh "$st"
+	rv_status_refresh "$st"
 	sed 's/^/# /' "$st"
 	tap_run churn-holder-alive grep -q '^peer .* generation [1-9]' "$st"
-	stop_all "$pid"
+	rv_stop_all "$pid"
 	barrier churn-stopped || true
 	c=$(wait_count 0 30)
 	tap_run churn-qps-zero test "$c" -eq 0
@@ -499,9 +460,9 @@ connect_ms() {
 	barrier "storm-$1" || true
 	$CT -k "$1" -t 30000 -s "$st" "$(rv_node_ip $((1 - me)))" 2>/dev/null &
 	pid=$!
-	wait_status "$st"
+	rv_status_wait "$st"
 	barrier "storm-$1-done" || true
-	stop_all "$pid"
+	rv_stop_all "$pid"
 	if grep -q '^result ok' "$st"; then
 		sed -n 's/^peer .* ms \([0-9]*\)$/\1/p' "$st"
 	else
@@ -516,13 +477,13 @@ idle_conns() {
 	local pid st=$work/idle c q
 	$CT -k "i$run" -n 16 -0 -s "$st" 10.77.0.99 10.77.0.98 2>/dev/null &
 	pid=$!
-	wait_status "$st"
-	tap_run idle-created all_ok "$st"
+	rv_status_wait "$st"
+	tap_run idle-created rv_status_ok "$st"
 	c=$(count_cqs)
 	q=$(count_qps)
 	tap_diag "2 connections of 16 QPs created, not connected: $c rv CQs, $q rv QPs"
 	tap_run idle-no-cqs test "$c" -eq 0 -a "$q" -eq 0
-	stop_all "$pid"
+	rv_stop_all "$pid"
 }
 
 # On a kernel with CONFIG_LOCK_STAT (the debug kernel): what the storm
@@ -610,15 +571,15 @@ lifetime() {
 		$CT -k "$key" -t 60000 -s "$work/life.$i" "$peer" 2>/dev/null &
 		pids+=($!)
 	done
-	wait_status "${st[@]}"
-	tap_run life-connected all_ok "${st[@]}"
+	rv_status_wait "${st[@]}"
+	tap_run life-connected rv_status_ok "${st[@]}"
 	barrier life-connected || true
 	for ((i = 0; i < P - 1; i++)); do
-		stop_all "${pids[$i]}"
+		rv_stop_all "${pids[$i]}"
 		barrier "life-exit$i" || true
 		c=$(count_qps)
-		refresh "${st[@]:i+1}"
-		if [[ $c -eq 4 ]] && all_ok "${st[@]:i+1}" >/dev/null &&
+		rv_status_refresh "${st[@]:i+1}"
+		if [[ $c -eq 4 ]] && rv_status_ok "${st[@]:i+1}" >/dev/null &&
 			grep -q 'generation 1 ' "${st[$((P - 1))]}"; then
 			tap_ok "life-up-after-exit$i"
 		else
@@ -626,7 +587,7 @@ lifetime() {
 		fi
 		barrier "life-checked$i" || true
 	done
-	stop_all "${pids[$((P - 1))]}"
+	rv_stop_all "${pids[$((P - 1))]}"
 	c=$(wait_count 0 30)
 	tap_run life-qps-zero test "$c" -eq 0
 	barrier life-end || true
@@ -641,19 +602,19 @@ device_removal() {
 	barrier start-rm || true
 	$CT -k "$key" -t 60000 -s "$st" "$peer" 2>/dev/null &
 	pid=$!
-	wait_status "$st"
-	tap_run rm-connected all_ok "$st"
+	rv_status_wait "$st"
+	tap_run rm-connected rv_status_ok "$st"
 	barrier rm-connected || true
 	if [[ $me -eq 0 ]]; then
 		netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
 		tap_run rm-link-delete timeout 60 rdma link delete "$RV_IBDEV"
-		refresh "$st"
+		rv_status_refresh "$st"
 		tap_run rm-reports-removed grep -q 'state error reason device_removed' "$st"
-		stop_all "$pid"
+		rv_stop_all "$pid"
 		tap_run rm-link-add rdma link add "$RV_IBDEV" type rxe netdev "${netdev:-eth0}"
 	fi
 	barrier rm-removed || true
-	stop_all "$pid"
+	rv_stop_all "$pid"
 	barrier rm-end || true
 }
 

@@ -85,44 +85,8 @@ rc_qps() {
 		sed -n 's/.* lqpn \([0-9]*\) rqpn \([0-9]*\) .* state \([A-Z]*\) .*/\1 \2 \3/p'
 }
 
-wait_status() {
-	local f
-	for f in "$@"; do
-		rv_wait_until 150 grep -qs '^result' "$f"
-	done
-}
-
-all_ok() {
-	local f rc=0
-	for f in "$@"; do
-		sed 's/^/  /' "$f" 2>/dev/null || echo "  $f missing"
-		grep -qx 'result ok' "$f" 2>/dev/null || rc=1
-	done
-	return $rc
-}
-
-# refresh FILE: ask its holder (pid in the file) to re-query.
-refresh() {
-	local pid
-	pid=$(awk '/^peer/ { print $4; exit }' "$1")
-	[[ -n $pid ]] || return 1
-	rm -f "$1"
-	kill -USR1 "$pid"
-	wait_status "$1"
-}
-
 connected_all() {
-	refresh "$1" && grep -q "state connected .* connected $NC/$NC" "$1"
-}
-
-stop_all() {
-	local p
-	for p in "$@"; do
-		kill "$p" 2>/dev/null
-	done
-	for p in "$@"; do
-		wait "$p" 2>/dev/null
-	done
+	rv_status_refresh "$1" && grep -q "state connected .* connected $NC/$NC" "$1"
 }
 
 # victim KEY STATUS: this node's side of the job, as uid $VUID; its pid
@@ -236,18 +200,18 @@ idle() {
 		pid=$vpid
 	fi
 	if [[ $me -le 1 ]]; then
-		wait_status "$s"
+		rv_status_wait "$s"
 		# Re-queried: node1's may have settled on taken-over QPs, which
 		# are released only when they fail.
 		rv_wait_until 90 connected_all "$s"
-		tap_run "$name-job-connected" all_ok "$s"
+		tap_run "$name-job-connected" rv_status_ok "$s"
 		tap_run "$name-job-all-qps" grep -q "connected $NC/$NC" "$s"
 		tap_diag "node$me rv RC QPs (lqpn rqpn state): $(rc_qps | tr '\n' ',')"
 	fi
 	barrier "connected-$name" 180 || true
 	[[ $me -le 1 ]] && stream "$name" "$key"
 	barrier "end-$name" 240 || true
-	[[ -n $pid ]] && stop_all "$pid"
+	[[ -n $pid ]] && rv_stop_all "$pid"
 }
 
 # ---- a connected job -------------------------------------------------------
@@ -259,8 +223,8 @@ conn() {
 	if [[ $me -le 1 ]]; then
 		victim "$key" "$s"
 		pid=$vpid
-		wait_status "$s"
-		tap_run conn-job-connected all_ok "$s"
+		rv_status_wait "$s"
+		tap_run conn-job-connected rv_status_ok "$s"
 	fi
 	barrier conn-connected 180 || true
 	if [[ $me -eq 0 ]]; then
@@ -356,7 +320,7 @@ conn() {
 	barrier conn-checked || true
 	[[ $me -le 1 ]] && stream conn "$key"
 	barrier conn-end 240 || true
-	[[ -n $pid ]] && stop_all "$pid"
+	[[ -n $pid ]] && rv_stop_all "$pid"
 }
 
 tap_begin

@@ -38,22 +38,13 @@ here=$(dirname "${BASH_SOURCE[0]}")
 . "$here/tap.sh"
 # shellcheck source-path=SCRIPTDIR source=../mpi/launch.sh
 . "$here/../mpi/launch.sh"
+# shellcheck source=../mpi/rvmb.sh
+. "$here/../mpi/rvmb.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
 PROV=${1:-rv}
 PPN=${MPI_PPN:-2}
 MPI_TIMEOUT=${MPI_TIMEOUT:-420}
-# 1 B..16 MiB in steps of 4, every size streamed (one message at 4 and
-# 16 MiB), ping-pong up to 1 MiB: about 90 MiB over the link, well under a
-# minute at TCG's ~15 MB/s, a few minutes on a host busy with other VMs.
-BENCH_ARGS=${MPI_BENCH_ARGS:--m 1 -M 16M -f 4 -w 16 -b 1M -l 128K -x 1M -n 8 -W 0}
-# Fixed here, so that the byte check below knows which messages rv carries.
-export FI_RV_RNDV_THRESHOLD=${FI_RV_RNDV_THRESHOLD:-16384}
-BENCH=$RV_REPO/tools/testing/selftests/rv/mpi/rv_mpi_bench
-RVSTAT=$RV_REPO/tools/rvstat/rvstat
-# RV_FI_DIR: another build of the provider (e.g. a copy that a rebuild in
-# a shared tree cannot pull away mid-run).
-FI_DIR=${RV_FI_DIR:-$RV_REPO/lib/librv-fi}
 shared=$(dirname "$RV_OUT")/mpi-shared
 tag=${PROV//[^a-z0-9]/_}
 
@@ -287,15 +278,7 @@ if [[ $PROV == rv ]]; then
 		thr=$FI_RV_RNDV_THRESHOLD
 		# Above: rendezvous ("more bytes than the threshold", README
 		# of librv-fi); at: counted as either, to be lenient.
-		read -r above at < <(awk -v t="$thr" '/^rvmb / {
-			s = b = 0
-			for (i = 2; i <= NF; i++) {
-				split($i, kv, "=")
-				if (kv[1] == "size") s = kv[2]
-				if (kv[1] == "bytes") b = kv[2]
-			}
-			if (s + 0 > t + 0) a += b; else if (s + 0 == t + 0) e += b
-		} END { printf "%d %d\n", a, e }' <<<"$out")
+		read -r above at < <(rvmb_bytes "$thr" <<<"$out")
 		tap_diag "rv bytes posted, all nodes: $total; messages above the threshold ($thr): $above, at it: $at"
 		if ((ok && above > 0 && total * 100 >= above * 95 &&
 		     total <= (above + at) * 105 / 100 + 1048576)); then

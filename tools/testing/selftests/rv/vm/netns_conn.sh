@@ -49,11 +49,7 @@ rdma system set netns shared
 
 mine=$(rv_node_ip "$me")
 peer=$(rv_node_ip $((1 - me)))
-if [[ $(printf '%s\n%s\n' "$mine" "$peer" | sort -V | head -n1) == "$mine" ]]; then
-	role=lo
-else
-	role=hi
-fi
+role=$(rv_pair_role)
 tap_diag "node$me $mine is $role; peer $peer"
 
 # settle NAME SECONDS CMD...: CMD must succeed within SECONDS.

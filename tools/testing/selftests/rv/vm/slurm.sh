@@ -49,16 +49,13 @@ set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 # shellcheck source-path=SCRIPTDIR source=tap.sh
 . "$here/tap.sh"
+# shellcheck source=../mpi/rvmb.sh
+. "$here/../mpi/rvmb.sh"
 
 : "${RV_NODE:?run me with rv-vm}" "${RV_NODES:?}" "${RV_IBDEV:?}" "${RV_OUT:?}"
 PPN=2
 NP=$((PPN * RV_NODES))
 MPI_TIMEOUT=${MPI_TIMEOUT:-420}
-BENCH_ARGS=${MPI_BENCH_ARGS:--m 1 -M 16M -f 4 -w 16 -b 1M -l 128K -x 1M -n 8 -W 0}
-export FI_RV_RNDV_THRESHOLD=${FI_RV_RNDV_THRESHOLD:-16384}
-BENCH=$RV_REPO/tools/testing/selftests/rv/mpi/rv_mpi_bench
-RVSTAT=$RV_REPO/tools/rvstat/rvstat
-FI_DIR=${RV_FI_DIR:-$RV_REPO/lib/librv-fi}
 TUID=${SLURM_TEST_UID:-65534}
 shared=$(dirname "$RV_OUT")/slurm-shared
 S=/run/slurm-rv		# this node's Slurm state, configuration and logs
@@ -71,13 +68,7 @@ ulimit -l unlimited
 
 pids=()
 stop_daemons() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null
-	done
+	rv_stop_all "${pids[@]}"
 	pids=()
 }
 
@@ -453,15 +444,7 @@ if [[ $RV_NODE -eq 0 ]]; then
 			total=$((total + $(awk -v i="$i" '$1 == i { print $6; f = 1 } END { if (!f) print 0 }' "$f")))
 		done
 		thr=$FI_RV_RNDV_THRESHOLD
-		read -r above at < <(awk -v t="$thr" '/^rvmb / {
-			s = b = 0
-			for (i = 2; i <= NF; i++) {
-				split($i, kv, "=")
-				if (kv[1] == "size") s = kv[2]
-				if (kv[1] == "bytes") b = kv[2]
-			}
-			if (s + 0 > t + 0) a += b; else if (s + 0 == t + 0) e += b
-		} END { printf "%d %d\n", a, e }' "$RV_OUT/$p.out")
+		read -r above at < <(rvmb_bytes "$thr" <"$RV_OUT/$p.out")
 		tap_diag "$p: rv bytes posted, all nodes: $total; messages above the threshold ($thr): $above, at it: $at"
 		if ((ok && above > 0 && total * 100 >= above * 95 &&
 		     total <= (above + at) * 105 / 100 + 1048576)); then

@@ -102,6 +102,64 @@ tap_end() {
 
 # ---- multi-node helpers -----------------------------------------------------
 
+# rv_pair_role: "lo" on the node of a 2-node run whose address is the
+# lower (the client of the pair's connections), "hi" on the other.
+rv_pair_role() {
+	local mine peer
+	mine=$(rv_node_ip "$RV_NODE")
+	peer=$(rv_node_ip $((1 - RV_NODE)))
+	if [[ $(printf '%s\n%s\n' "$mine" "$peer" | sort -V | head -n1) == "$mine" ]]; then
+		echo lo
+	else
+		echo hi
+	fi
+}
+
+# rv_conn_test's status files (one "peer ..." line per connection, then
+# "result ok|fail"), shared by the connection groups.
+
+# rv_status_wait FILE...: until every status file has its result; bounded.
+rv_status_wait() {
+	local f
+	for f in "$@"; do
+		rv_wait_until 150 grep -qs '^result' "$f"
+	done
+}
+
+# rv_status_ok FILE...: print them; every one says "result ok".
+rv_status_ok() {
+	local f rc=0
+	for f in "$@"; do
+		sed 's/^/  /' "$f" 2>/dev/null || echo "  $f missing"
+		grep -qx 'result ok' "$f" 2>/dev/null || rc=1
+	done
+	return $rc
+}
+
+# rv_status_refresh FILE...: have each holder (the pid in its file)
+# query its connections again and rewrite the file; wait for them.
+rv_status_refresh() {
+	local f pid
+	for f in "$@"; do
+		pid=$(awk '/^peer/ { print $4; exit }' "$f" 2>/dev/null)
+		[[ -n $pid ]] || return 1
+		rm -f "$f"
+		kill -USR1 "$pid"
+	done
+	rv_status_wait "$@"
+}
+
+# rv_stop_all PID...: SIGTERM each, then reap them.
+rv_stop_all() {
+	local p
+	for p in "$@"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+	done
+}
+
 # rv_insmod [PARAM=VALUE...]: rv.ko with the run's parameters (rv-vm
 # --rv-args), then these.
 # shellcheck disable=SC2120 # arguments are optional
