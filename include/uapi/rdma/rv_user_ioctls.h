@@ -65,6 +65,7 @@ enum {
 	RV_CMD_POST_WRITES = 0x0b,
 	RV_CMD_STATS = 0x0c,
 	RV_CMD_DUMP = 0x0d,
+	RV_CMD_LAUNCHER_JOB = 0x0e,
 };
 
 /* Limits, also reported by RV_IOCTL_QUERY. */
@@ -223,6 +224,10 @@ struct rv_query {
  *             existing job is not refused
  *  EADDRINUSE rv has no listener in the caller's network namespace yet
  *             and cannot bind cm_port there: something else holds it
+ *  EPERM      the launcher bound the caller's uid and @job_key to a job
+ *             (RV_IOCTL_LAUNCHER_JOB) and the caller is not in that job's
+ *             cgroup, or that job ended; or the module parameter
+ *             launcher_jobs_only is set and no launcher bound them
  */
 struct rv_attach {
 	__u32 size;
@@ -639,6 +644,8 @@ struct rv_event {
  * or the remote saw a replayed request or a path not leading back to us
  */
 #define RV_CONN_REASON_AUTH		13
+/* the launcher ended the job (RV_IOCTL_LAUNCHER_JOB destroy) */
+#define RV_CONN_REASON_JOB_ENDED	14
 
 /* struct rv_conn_query.role */
 #define RV_CONN_ROLE_CLIENT	1
@@ -1080,6 +1087,8 @@ struct rv_dump_device {
  * @key_len: bytes of @key
  * @key: the job key
  * @dev_name: the device's name, NUL-terminated ("" once removed)
+ * @launcher_id: the launcher's job the job is bound to
+ *	(RV_IOCTL_LAUNCHER_JOB), 0 for a job started without a launcher
  */
 struct rv_dump_job {
 	__u32 job_id;
@@ -1094,6 +1103,7 @@ struct rv_dump_job {
 	__u32 key_len;
 	__u8 key[RV_JOB_KEY_MAX];
 	char dev_name[RV_DUMP_DEV_NAME_MAX];
+	__aligned_u64 launcher_id;
 };
 
 /**
@@ -1194,5 +1204,54 @@ struct rv_dump_proc {
 	__aligned_u64 recvs;
 	__aligned_u64 bytes_received;
 };
+
+/* struct rv_launcher_job.flags */
+#define RV_LAUNCHER_JOB_F_DESTROY	1	/* destroy instead of create */
+
+/**
+ * struct rv_launcher_job - a job made by the cluster's launcher (root)
+ * @size: sizeof(struct rv_launcher_job)
+ * @flags: 0 (create) or RV_LAUNCHER_JOB_F_DESTROY
+ * @launcher_id: the launcher's id of the job, not 0 (Slurm: job id << 32
+ *	| step id); create: unique among the bindings; destroy: must match
+ * @uid: the job's user, in the caller's user namespace
+ * @cgroup_fd: create: an open file of the job's cgroup v2 directory;
+ *	destroy: ignored
+ * @job_key_len: bytes used in @job_key, 1..RV_JOB_KEY_MAX
+ * @rsvd: must be 0
+ * @job_key: the job key its processes attach with
+ *
+ * Create binds (@uid, @job_key) to the launcher's job: from then on only a
+ * process of @uid inside the cgroup of @cgroup_fd (or a cgroup below it)
+ * may ATTACH with that key (others of @uid: EPERM), the job it creates or
+ * joins is shown with @launcher_id in DUMP, and every tag of its
+ * connections' handshakes binds @launcher_id, so that only the same
+ * launcher job on another node can connect to it.  Destroy removes the
+ * binding and ends the job everywhere on the node: its connections are
+ * torn down at once (their QPs and CQs freed, reason
+ * RV_CONN_REASON_JOB_ENDED), and its processes' later commands fail
+ * (EPERM for ATTACH, ENODEV for the others); what a process holds itself
+ * (its registrations' pinned pages, its ring, its slot) goes when it
+ * closes the file or exits.  Needs no ATTACH.
+ *
+ * Errors: EPERM (no CAP_SYS_ADMIN in the initial user namespace), EINVAL
+ * (flags, @launcher_id 0, key length, @rsvd, a uid not mapped), EBADF
+ * (@cgroup_fd is not an open file), ENOTDIR or another error of the
+ * kernel's cgroup lookup (not a cgroup v2 directory), EEXIST (a binding
+ * of this uid and key, or of this @launcher_id, exists), ENOENT (destroy:
+ * no such binding), ENOMEM, ENOSPC (the node holds 65536 bindings).
+ */
+struct rv_launcher_job {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 launcher_id;
+	__u32 uid;
+	__s32 cgroup_fd;
+	__u32 job_key_len;
+	__u32 rsvd;
+	__u8 job_key[RV_JOB_KEY_MAX];
+};
+
+#define RV_IOCTL_LAUNCHER_JOB _IO(RV_IOCTL_TYPE, RV_CMD_LAUNCHER_JOB)
 
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */
