@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,7 @@ static const char *const qp_states[] = {
 static const char *const reasons[] = {
 	"none", "unreachable", "no_listener", "no_conn", "busy",
 	"bad_request", "mismatch", "bad_reply", "timeout", "device_removed",
-	"disconnected", "no_resources", "qp_error", "auth",
+	"disconnected", "no_resources", "qp_error", "auth", "job_ended",
 };
 
 #define NAME(tab, v) ((v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
@@ -97,6 +98,15 @@ static void key_str(const struct rv_dump_job *j, char *s, size_t len)
 	s[n] = 0;
 }
 
+/* The job's launcher job, 0 if none (or a kernel without the field). */
+static uint64_t launcher_of(const struct dump *jb, const struct rv_dump_job *j)
+{
+	if (jb->record_size < offsetof(struct rv_dump_job, launcher_id) +
+			      sizeof(j->launcher_id))
+		return 0;
+	return j->launcher_id;
+}
+
 static void print_text(const struct dump *dv, const struct dump *jb,
 		       const struct dump *cn, const struct dump *pr)
 {
@@ -113,9 +123,9 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 		       d->name[0] ? d->name : "-",
 		       d->removed ? "removed" : "active", d->jobs);
 	}
-	printf("\nJobs\n  %-4s %-10s %-4s %-6s %-32s %-5s %-9s %-6s %-5s %s\n",
+	printf("\nJobs\n  %-4s %-10s %-4s %-6s %-32s %-5s %-9s %-6s %-5s %-12s %s\n",
 	       "job", "device", "port", "uid", "key", "slots", "num_conn",
-	       "conns", "bits", "heartbeat_ms");
+	       "conns", "bits", "heartbeat_ms", "launcher");
 	for (i = 0; i < jb->count; i++) {
 		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
 
@@ -125,9 +135,14 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 		       j->port_num, j->uid, k, j->slots_used, j->num_conn,
 		       j->conns, j->slot_bits);
 		if (j->heartbeat_ms == RV_HEARTBEAT_OFF)
-			printf("off\n");
+			printf("%-12s ", "off");
 		else
-			printf("%u\n", j->heartbeat_ms);
+			printf("%-12u ", j->heartbeat_ms);
+		/* 0: started by hand, not bound to a launcher's job. */
+		if (launcher_of(jb, j))
+			printf("0x%" PRIx64 "\n", launcher_of(jb, j));
+		else
+			printf("none\n");
 	}
 	printf("\nConnections\n");
 	for (i = 0; i < cn->count; i++) {
@@ -223,6 +238,7 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		json_u64("slot_bits", j->slot_bits, &f);
 		json_u64("conns", j->conns, &f);
 		json_u64("heartbeat_ms", j->heartbeat_ms, &f);
+		json_u64("launcher_id", launcher_of(jb, j), &f);
 		printf("}");
 	}
 	printf("],\"connections\":[");

@@ -135,6 +135,8 @@ struct rv_device {
  * @charge_uid: whom the per-uid caps charge for the job and its
  *	connections: @uid, or the owner of the caller's user namespace
  *	(rv_uid_accountable())
+ * @launcher_id: the launcher job it belongs to (rv_launcher.c), 0 for
+ *	none; a process of another (or none) cannot join it
  * @port_num: device port, from 1
  * @key_len: bytes used in @key
  * @key: job key from user space, zero past @key_len
@@ -151,6 +153,7 @@ struct rv_job_params {
 	struct net *net;
 	kuid_t uid;
 	kuid_t charge_uid;
+	u64 launcher_id;
 	u32 port_num;
 	u32 key_len;
 	u8 key[RV_JOB_KEY_MAX];
@@ -232,6 +235,9 @@ struct rv_slot_quarantine {
  * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
  *	for its locking
  * @frwr: registers remote-access MRs; its QP lives in @pd
+ * @ended: its launcher ended it (rv_launcher.c): no ATTACH joins it and no
+ *	connection is created for it any more.  Set under rv_conn_list_lock
+ *	(read there by CONN_CREATE), read with READ_ONCE() elsewhere
  */
 struct rv_cm_listener;
 
@@ -248,6 +254,7 @@ struct rv_job {
 	struct ib_pd *pd;
 	struct list_head conns;
 	struct rv_frwr_qp frwr;
+	bool ended;
 };
 
 /**
@@ -407,6 +414,8 @@ int rv_device_enter(struct rv_device *dev, bool need_device)
 	__acquires(&dev->srcu);
 void rv_device_leave(struct rv_device *dev, int idx)
 	__releases(&dev->srcu);
+/* Most devices a walk over all of them takes (rv_device_get_all()). */
+#define RV_MAX_DEVICES	64
 unsigned int rv_device_get_all(struct rv_device **devs, unsigned int max);
 void rv_device_put(struct rv_device *dev);
 
@@ -425,7 +434,14 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params);
 void rv_job_detach(struct rv_file *rf, bool quarantine);
 void rv_job_release_ib(struct rv_job *job);
+void rv_job_put(struct rv_job *job);
 void rv_job_exit(void);
+
+/* rv_launcher.c */
+int rv_launcher_attach_check(struct rv_job_params *params);
+int rv_cmd_launcher_job(struct rv_file *rf, const struct rv_ucmd *ucmd,
+			void *arg);
+void rv_launcher_exit(void);
 
 /* rv_dump.c */
 int rv_cmd_dump(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);

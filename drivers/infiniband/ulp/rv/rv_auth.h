@@ -12,8 +12,8 @@
  *   FIN  client -> server  proof                   (the QP's first SEND)
  *
  * Each tag is HMAC-SHA256 under the cluster key over a label and struct
- * rv_auth_msg, which binds the job (uid and key), the QP (index, both
- * QP numbers), both addresses, the time and both nonces.  The server
+ * rv_auth_msg, which binds the job (uid, key and launcher job), the QP
+ * (index, both QP numbers), both addresses, the time and both nonces.  The server
  * publishes its QP only once the proof, which depends on its own nonce,
  * arrived as the QP's first message; the client only once the REP's tag
  * checked.  A request older than the server's newest accepted one for
@@ -58,6 +58,9 @@
  * @nonce_s: the server's nonce; 0 in the request's tag
  * @client_qpn: the client's QP number
  * @server_qpn: the server's QP number; 0 in the request's tag
+ * @launcher_id: the launcher job both jobs belong to (rv_launcher.c), 0
+ *	for jobs without a launcher: a launcher's job connects only to the
+ *	same launcher job on another node
  *
  * All multi-byte fields big endian: the layout is part of the wire
  * protocol (both ends compute it).
@@ -78,6 +81,7 @@ struct rv_auth_msg {
 	u8 nonce_s[RV_AUTH_NONCE_LEN];
 	__be32 client_qpn;
 	__be32 server_qpn;
+	__be64 launcher_id;
 } __packed;
 
 extern bool rv_auth_insecure;

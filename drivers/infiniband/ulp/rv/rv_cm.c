@@ -448,7 +448,8 @@ static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 		.qp_index = cpu_to_be16(qp->index),
 		.num_conn = cpu_to_be16(conn->num_conn),
 		.key_len = p->key_len,
-		.flags = qp->auth ? RV_CM_F_AUTH : 0,
+		.flags = (qp->auth ? RV_CM_F_AUTH : 0) |
+			 (p->launcher_id ? RV_CM_F_LAUNCHER : 0),
 		.uid = cpu_to_be32(from_kuid(&init_user_ns, p->uid)),
 		.time_ns = cpu_to_be64(ktime_get_real_ns()),
 	};
@@ -466,6 +467,7 @@ static int rv_cm_send_request(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	get_random_bytes(req.nonce, sizeof(req.nonce));
 	rv_cm_hs_from_req(&qp->hs, &req, &conn->local, &conn->remote,
 			  id->qp->qp_num);
+	qp->hs.launcher_id = cpu_to_be64(p->launcher_id);
 	if (qp->auth) {
 		ret = rv_auth_tag(RV_AUTH_LABEL_REQ, &qp->hs, tag);
 		if (ret)
@@ -676,7 +678,7 @@ static int rv_cm_check_req(const struct rv_cm_req_pdata *req, u8 len)
 	if (!req || len < sizeof(*req) ||
 	    req->magic != cpu_to_be32(RV_CM_MAGIC) ||
 	    be16_to_cpu(req->version) != RV_CM_VERSION ||
-	    (req->flags & ~RV_CM_F_AUTH) ||
+	    (req->flags & ~(RV_CM_F_AUTH | RV_CM_F_LAUNCHER)) ||
 	    !req->key_len || req->key_len > RV_JOB_KEY_MAX ||
 	    memchr_inv(req->key + req->key_len, 0,
 		       RV_JOB_KEY_MAX - req->key_len) ||
@@ -718,6 +720,29 @@ static struct rv_conn *rv_cm_find_conn(struct rdma_cm_id *id,
 }
 
 /*
+ * The request's tag, and its time against this node's clock: RV_CM_REJ_*
+ * or 0.  Without a cluster key only an untagged request passes, and only
+ * when the administrator allowed that (insecure_no_cluster_key).
+ */
+static int rv_cm_check_auth(const struct rv_auth_msg *hs,
+			    const struct rv_cm_req_pdata *req)
+{
+	u8 tag[RV_AUTH_TAG_LEN];
+	s64 age;
+
+	if (!(req->flags & RV_CM_F_AUTH))
+		return rv_auth_insecure && !rv_auth_have_key() ?
+		       0 : RV_CM_REJ_AUTH;
+	if (rv_auth_tag(RV_AUTH_LABEL_REQ, hs, tag) ||
+	    crypto_memneq(tag, req->tag, sizeof(req->tag)))
+		return RV_CM_REJ_AUTH;
+	age = (s64)(ktime_get_real_ns() - be64_to_cpu(req->time_ns));
+	if (age > (s64)RV_AUTH_MAX_SKEW_NS || age < -(s64)RV_AUTH_MAX_SKEW_NS)
+		return RV_CM_REJ_REPLAY;
+	return 0;
+}
+
+/*
  * Tag the accept and compute the proof the client must send, for the new
  * QP of @id: the handshake's inputs become @qp's.  Caller holds
  * conn->lock.  Return: 0 or -ENOKEY (the key went away: it cannot).
@@ -742,10 +767,14 @@ static int rv_cm_server_tags(struct rv_conn_qp *qp, struct rdma_cm_id *id,
 	return 0;
 }
 
-/* Accept @id for its connection or say why not (RV_CM_REJ_*). */
+/*
+ * Accept @id for its connection or say why not (RV_CM_REJ_*).  A request
+ * of a launcher's job is checked here, against the connection's job: its
+ * tag binds that job's launcher id.
+ */
 static int rv_cm_accept(struct rdma_cm_id *id,
 			const struct rv_cm_req_pdata *req,
-			const struct rv_auth_msg *hs)
+			struct rv_auth_msg *hs)
 {
 	bool auth = req->flags & RV_CM_F_AUTH;
 	u32 index = be16_to_cpu(req->qp_index);
@@ -769,6 +798,18 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 	if (!conn) {
 		rej = RV_CM_REJ_NO_CONN;
 		goto out_unlock_list;
+	}
+	/* Launcher jobs connect to the same launcher job, others to none. */
+	if (!conn->job->params.launcher_id !=
+	    !(req->flags & RV_CM_F_LAUNCHER)) {
+		rej = RV_CM_REJ_AUTH;
+		goto out_unlock_list;
+	}
+	if (req->flags & RV_CM_F_LAUNCHER) {
+		hs->launcher_id = cpu_to_be64(conn->job->params.launcher_id);
+		rej = rv_cm_check_auth(hs, req);
+		if (rej)
+			goto out_unlock_list;
 	}
 	if (be16_to_cpu(req->num_conn) != conn->num_conn) {
 		rej = RV_CM_REJ_MISMATCH;
@@ -922,29 +963,6 @@ static bool rv_cm_path_is_source(const struct rdma_cm_id *id)
 	return rv_cm_same_host(&gid_addr, &id->route.addr.dst_addr);
 }
 
-/*
- * The request's tag, and its time against this node's clock: RV_CM_REJ_*
- * or 0.  Without a cluster key only an untagged request passes, and only
- * when the administrator allowed that (insecure_no_cluster_key).
- */
-static int rv_cm_check_auth(const struct rv_auth_msg *hs,
-			    const struct rv_cm_req_pdata *req)
-{
-	u8 tag[RV_AUTH_TAG_LEN];
-	s64 age;
-
-	if (!(req->flags & RV_CM_F_AUTH))
-		return rv_auth_insecure && !rv_auth_have_key() ?
-		       0 : RV_CM_REJ_AUTH;
-	if (rv_auth_tag(RV_AUTH_LABEL_REQ, hs, tag) ||
-	    crypto_memneq(tag, req->tag, sizeof(req->tag)))
-		return RV_CM_REJ_AUTH;
-	age = (s64)(ktime_get_real_ns() - be64_to_cpu(req->time_ns));
-	if (age > (s64)RV_AUTH_MAX_SKEW_NS || age < -(s64)RV_AUTH_MAX_SKEW_NS)
-		return RV_CM_REJ_REPLAY;
-	return 0;
-}
-
 /* A connection request on the listener; @id is the new child id. */
 static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -968,7 +986,11 @@ static int rv_cm_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		rv_cm_hs_from_req(&hs, req, &id->route.addr.dst_addr,
 				  &id->route.addr.src_addr,
 				  ev->param.conn.qp_num);
-		reason = rv_cm_check_auth(&hs, req);
+		/* A launcher job's tag is checked with its job's id. */
+		if (!(req->flags & RV_CM_F_LAUNCHER))
+			reason = rv_cm_check_auth(&hs, req);
+		else if (!(req->flags & RV_CM_F_AUTH))
+			reason = RV_CM_REJ_AUTH;
 	}
 	if (!reason)
 		reason = rv_cm_accept(id, req, &hs);

@@ -313,6 +313,13 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 	}
 
 	mutex_lock(&rv_conn_list_lock);
+	/* Its launcher ended the job (rv_conn_job_end()). */
+	if (job->ended) {
+		mutex_unlock(&rv_conn_list_lock);
+		rv_conn_free(fresh);
+		ret = -ENODEV;
+		goto out_unlock_dev;
+	}
 	list_for_each_entry(conn, &job->conns, job_list) {
 		if (rv_addr_equal(&conn->remote, remote) &&
 		    rv_addr_equal(&conn->local, &local) &&
@@ -470,6 +477,41 @@ void rv_conn_job_release_ib(struct rv_job *job)
 
 	list_for_each_entry(conn, &job->conns, job_list)
 		rv_conn_release_ib(conn, RV_CONN_REASON_DEVICE_REMOVED);
+}
+
+/**
+ * rv_conn_job_end - release the connections of a job its launcher ended
+ * @job: the job, referenced by the caller
+ *
+ * No connection is created for @job from now on; each it has is released
+ * (QPs, CQs, cm_ids; reason RV_CONN_REASON_JOB_ENDED) under a reference
+ * of ours, so that the last handle's put cannot free it meanwhile, and
+ * stays a dead connection until its handles are dropped.  Caller is in
+ * the device's read section and holds no lock.
+ */
+void rv_conn_job_end(struct rv_job *job)
+{
+	struct rv_conn *conn;
+
+	mutex_lock(&rv_conn_list_lock);
+	WRITE_ONCE(job->ended, true);
+	mutex_unlock(&rv_conn_list_lock);
+	for (;;) {
+		mutex_lock(&rv_conn_list_lock);
+		/* Listed means referenced: the last put unlinks under the lock. */
+		list_for_each_entry(conn, &job->conns, job_list)
+			if (!READ_ONCE(conn->dead))
+				break;
+		if (list_entry_is_head(conn, &job->conns, job_list))
+			conn = NULL;
+		else
+			kref_get(&conn->kref);
+		mutex_unlock(&rv_conn_list_lock);
+		if (!conn)
+			break;
+		rv_conn_release_ib(conn, RV_CONN_REASON_JOB_ENDED);
+		kref_put_mutex(&conn->kref, rv_conn_unlink, &rv_conn_list_lock);
+	}
 }
 
 void rv_conn_file_init(struct rv_file *rf)

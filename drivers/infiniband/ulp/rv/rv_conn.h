@@ -378,8 +378,9 @@ struct rv_conn {
 /* 2: authenticated requests and accepts (rv_auth.h). */
 #define RV_CM_VERSION	2
 
-/* struct rv_cm_req_pdata.flags: the request and accept carry tags. */
-#define RV_CM_F_AUTH	0x01
+/* struct rv_cm_req_pdata.flags */
+#define RV_CM_F_AUTH		0x01	/* the request and accept carry tags */
+#define RV_CM_F_LAUNCHER	0x02	/* the client's job is a launcher's */
 
 /**
  * struct rv_cm_req_pdata - private data of a connection request
@@ -464,6 +465,7 @@ void rv_conn_exit(void);
 void rv_conn_file_init(struct rv_file *rf);
 void rv_conn_file_release(struct rv_file *rf);
 void rv_conn_job_release_ib(struct rv_job *job);
+void rv_conn_job_end(struct rv_job *job);
 void rv_conn_update_state(struct rv_conn *conn);
 struct rv_conn *rv_conn_get(struct rv_job *job,
 			    const struct sockaddr_storage *remote);

@@ -13,7 +13,6 @@
 #include <linux/uaccess.h>
 
 /* Devices a dump walks; more are not expected on one node. */
-#define RV_DUMP_MAX_DEVICES	64
 
 struct rv_dump_buf {
 	void *records;
@@ -58,6 +57,7 @@ static void rv_dump_job(struct rv_dump_buf *b, struct rv_job *job)
 	r->slot_bits = job->params.slot_bits;
 	r->heartbeat_ms = job->params.heartbeat_ms;
 	r->key_len = job->params.key_len;
+	r->launcher_id = job->params.launcher_id;
 	memcpy(r->key, job->params.key, sizeof(r->key));
 	if (dev->ibdev)
 		strscpy(r->dev_name, dev_name(&dev->ibdev->dev),
@@ -134,10 +134,10 @@ static void rv_dump_jobs(struct rv_dump_buf *b, u32 kind)
 	unsigned int n, i;
 	struct rv_job *job;
 
-	devs = kcalloc(RV_DUMP_MAX_DEVICES, sizeof(*devs), GFP_KERNEL);
+	devs = kcalloc(RV_MAX_DEVICES, sizeof(*devs), GFP_KERNEL);
 	if (!devs)
 		return;
-	n = rv_device_get_all(devs, RV_DUMP_MAX_DEVICES);
+	n = rv_device_get_all(devs, RV_MAX_DEVICES);
 	for (i = 0; i < n; i++) {
 		struct rv_device *dev = devs[i];
 		int idx = rv_device_enter(dev, false);

@@ -94,6 +94,7 @@ union rv_ucmd_buffer {
 	struct rv_post_writes post_writes;
 	struct rv_stats stats;
 	struct rv_dump dump;
+	struct rv_launcher_job launcher_job;
 };
 
 struct rv_ioctl_op {
@@ -145,6 +146,8 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 		    struct rv_post_writes, error),
 	RV_IOCTL_OP(RV_CMD_STATS, rv_cmd_stats, struct rv_stats, rsvd),
 	RV_IOCTL_OP(RV_CMD_DUMP, rv_cmd_dump, struct rv_dump, rsvd),
+	RV_IOCTL_OP(RV_CMD_LAUNCHER_JOB, rv_cmd_launcher_job,
+		    struct rv_launcher_job, job_key),
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
@@ -201,7 +204,7 @@ static_assert(offsetof(struct rv_post_writes, count) == 16);
 static_assert(sizeof(struct rv_stats) == 80);
 static_assert(offsetof(struct rv_stats, inflight) == 72);
 static_assert(sizeof(struct rv_dump) == 40);
-static_assert(sizeof(struct rv_dump_job) == 120);
+static_assert(sizeof(struct rv_dump_job) == 128);
 static_assert(sizeof(struct rv_dump_qp) == 16);
 static_assert(sizeof(struct rv_dump_device) == 80);
 static_assert(sizeof(struct rv_dump_conn) == 416);
@@ -216,7 +219,7 @@ static_assert(offsetof(struct rv_conn_destroy, handles) == 12);
 /* The listener and the requests carry no more than this. */
 static_assert(sizeof(struct rv_cm_req_pdata) == 56);
 static_assert(sizeof(struct rv_cm_rep_pdata) == 48);
-static_assert(sizeof(struct rv_auth_msg) == 92);
+static_assert(sizeof(struct rv_auth_msg) == 100);
 static_assert(sizeof(struct rv_cm_rej_pdata) == 8);
 
 static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
@@ -371,6 +374,10 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	params.num_conn = cmd->num_conn;
 	params.slot_bits = cmd->slot_bits;
 	params.heartbeat_ms = cmd->heartbeat_ms;
+	/* A launcher's job: only from its cgroup (sets launcher_id). */
+	ret = rv_launcher_attach_check(&params);
+	if (ret)
+		goto out_put_dev;
 
 	ring = rv_ring_alloc(cmd->ring_entries, current->mm);
 	if (IS_ERR(ring)) {

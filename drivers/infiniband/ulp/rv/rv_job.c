@@ -177,6 +177,19 @@ static void rv_job_free(struct kref *kref)
 	kfree(job);
 }
 
+/*
+ * Drop a reference taken under dev->jobs_lock by another than a file
+ * (rv_launcher.c); caller is in the device's read section.
+ */
+void rv_job_put(struct rv_job *job)
+{
+	struct rv_device *dev = job->dev;
+
+	mutex_lock(&dev->jobs_lock);
+	kref_put(&job->kref, rv_job_free);
+	mutex_unlock(&dev->jobs_lock);
+}
+
 /**
  * rv_job_attach - join (or create) the job described by @params
  * @rf: the file, locked and not attached
@@ -188,7 +201,8 @@ static void rv_job_free(struct kref *kref)
  * all its slots are taken, -EAGAIN if the free ones are all in quarantine,
  * -EDQUOT if a new job would exceed the uid's max_jobs_per_uid,
  * -EADDRINUSE if cm_port is taken in the job's namespace (rv cannot listen
- * there), -ENOMEM.
+ * there), -EPERM if the job belongs to another launcher job (or none) or
+ * its launcher ended it, -ENOMEM.
  */
 int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params)
@@ -227,6 +241,12 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 	mutex_lock(&dev->jobs_lock);
 	job = rv_job_find(dev, params);
 	if (job) {
+		/* Not another launcher job's, nor one its launcher ended. */
+		if (job->params.launcher_id != params->launcher_id ||
+		    READ_ONCE(job->ended)) {
+			ret = -EPERM;
+			goto out_unlock_jobs;
+		}
 		if (!rv_job_same_config(&job->params, params)) {
 			rv_job_dbg(job, "attach refused: num_conn %u slot_bits %u gid_index %u differ\n",
 				   params->num_conn, params->slot_bits,

@@ -235,6 +235,7 @@ static void __exit rv_exit(void)
 	rv_device_exit();
 	rv_job_exit();
 	rv_uid_exit();
+	rv_launcher_exit();
 	rv_auth_exit();
 }
 

@@ -88,6 +88,7 @@ struct auth_msg {
 	uint8_t nonce_s[8];
 	uint32_t client_qpn;
 	uint32_t server_qpn;
+	uint64_t launcher_id;
 } __attribute__((packed));
 
 /* @sin as 16 bytes, IPv4-mapped. */

@@ -65,6 +65,7 @@ static const char *const reason_names[] = {
 	[RV_CONN_REASON_NO_RESOURCES] = "no_resources",
 	[RV_CONN_REASON_QP_ERROR] = "qp_error",
 	[RV_CONN_REASON_AUTH] = "auth",
+	[RV_CONN_REASON_JOB_ENDED] = "job_ended",
 };
 
 #define NAME(tab, i) ((i) < sizeof(tab) / sizeof(tab[0]) && tab[i] ? \

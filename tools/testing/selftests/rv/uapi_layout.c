@@ -251,7 +251,18 @@
 	F(rv_dump_job, heartbeat_ms) \
 	F(rv_dump_job, key_len) \
 	F(rv_dump_job, key) \
-	F(rv_dump_job, dev_name)
+	F(rv_dump_job, dev_name) \
+	F(rv_dump_job, launcher_id)
+
+#define RV_LAUNCHER_JOB_FIELDS(F)	\
+	F(rv_launcher_job, size) \
+	F(rv_launcher_job, flags) \
+	F(rv_launcher_job, launcher_id) \
+	F(rv_launcher_job, uid) \
+	F(rv_launcher_job, cgroup_fd) \
+	F(rv_launcher_job, job_key_len) \
+	F(rv_launcher_job, rsvd) \
+	F(rv_launcher_job, job_key)
 
 #define RV_DUMP_QP_FIELDS(F)		    \
 	F(rv_dump_qp, state) \
@@ -329,7 +340,8 @@
 	S(rv_dump_job, RV_DUMP_JOB_FIELDS)		\
 	S(rv_dump_qp, RV_DUMP_QP_FIELDS)		\
 	S(rv_dump_conn, RV_DUMP_CONN_FIELDS)		\
-	S(rv_dump_proc, RV_DUMP_PROC_FIELDS)
+	S(rv_dump_proc, RV_DUMP_PROC_FIELDS)		\
+	S(rv_launcher_job, RV_LAUNCHER_JOB_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))
