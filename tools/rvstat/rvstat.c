@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,7 @@ static const char *const qp_states[] = {
 static const char *const reasons[] = {
 	"none", "unreachable", "no_listener", "no_conn", "busy",
 	"bad_request", "mismatch", "bad_reply", "timeout", "device_removed",
-	"disconnected", "no_resources", "qp_error", "auth",
+	"disconnected", "no_resources", "qp_error", "auth", "job_ended",
 };
 
 #define NAME(tab, v) ((v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
@@ -85,6 +86,20 @@ static void addr_str(const struct rv_dump_conn *c, char *s, size_t len)
 		  a, sizeof(a));
 	snprintf(s, len, c->family == AF_INET6 ? "[%s]:%u" : "%s:%u", a,
 		 c->remote_port);
+}
+
+/*
+ * The job's launcher id (RV_IOCTL_LAUNCHER_JOB), or false when the kernel's
+ * records end before it (a kernel older than the field).
+ */
+static bool launcher_id(const struct dump *jb, const struct rv_dump_job *j,
+			uint64_t *id)
+{
+	if (jb->record_size < offsetof(struct rv_dump_job, launcher_id) +
+			      sizeof(j->launcher_id))
+		return false;
+	*id = j->launcher_id;
+	return true;
 }
 
 static void key_str(const struct rv_dump_job *j, char *s, size_t len)
@@ -113,11 +128,12 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 		       d->name[0] ? d->name : "-",
 		       d->removed ? "removed" : "active", d->jobs);
 	}
-	printf("\nJobs\n  %-4s %-10s %-4s %-6s %-32s %-5s %-9s %-6s %-5s %s\n",
+	printf("\nJobs\n  %-4s %-10s %-4s %-6s %-32s %-5s %-9s %-6s %-5s %-12s %s\n",
 	       "job", "device", "port", "uid", "key", "slots", "num_conn",
-	       "conns", "bits", "heartbeat_ms");
+	       "conns", "bits", "heartbeat_ms", "launcher_id");
 	for (i = 0; i < jb->count; i++) {
 		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
+		uint64_t lid;
 
 		key_str(j, k, sizeof(k));
 		printf("  %-4u %-10s %-4u %-6u %-32s %-5u %-9u %-6u %-5u ",
@@ -125,9 +141,17 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 		       j->port_num, j->uid, k, j->slots_used, j->num_conn,
 		       j->conns, j->slot_bits);
 		if (j->heartbeat_ms == RV_HEARTBEAT_OFF)
-			printf("off\n");
+			printf("%-12s ", "off");
 		else
-			printf("%u\n", j->heartbeat_ms);
+			printf("%-12u ", j->heartbeat_ms);
+		/* Slurm's is job id << 32 | step id: shown as both. */
+		if (!launcher_id(jb, j, &lid))
+			printf("-\n");
+		else if (!lid)
+			printf("0\n");
+		else
+			printf("%#" PRIx64 " (%" PRIu64 ".%" PRIu64 ")\n", lid,
+			       lid >> 32, lid & 0xffffffffu);
 	}
 	printf("\nConnections\n");
 	for (i = 0; i < cn->count; i++) {
@@ -209,6 +233,7 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 	printf("],\"jobs\":[");
 	for (i = 0; i < jb->count; i++) {
 		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
+		uint64_t lid;
 
 		key_str(j, k, sizeof(k));
 		printf("%s{\"device\":\"%s\",\"key\":\"%s\"", i ? "," : "",
@@ -223,6 +248,8 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		json_u64("slot_bits", j->slot_bits, &f);
 		json_u64("conns", j->conns, &f);
 		json_u64("heartbeat_ms", j->heartbeat_ms, &f);
+		if (launcher_id(jb, j, &lid))
+			json_u64("launcher_id", lid, &f);
 		printf("}");
 	}
 	printf("],\"connections\":[");
