@@ -72,7 +72,7 @@ DEBIAN_PACKAGES := \
 	man-db util-linux gnuplot-nox \
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
 	openssh-server openssh-client autoconf automake libtool \
-	slurm-wlm munge libpmix-dev
+	slurm-wlm munge libpmix-dev libslurm-dev
 
 KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 	KCFLAGS=-I$(CURDIR)/include/uapi
@@ -80,11 +80,11 @@ KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 .PHONY: all setup packages module module-src module-clean librv selftests \
 	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel fabtests \
 	debug-module $(addprefix lint-kernel-,$(OTHER_KERNELS)) \
-	check-debug install uninstall install-dkms check-man rvstat librv-fi \
+	check-debug install uninstall install-dkms check-man rvstat spank-rv librv-fi \
 	bench-write lockstat-write
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
-all: module librv selftests examples rvstat librv-fi
+all: module librv selftests examples rvstat spank-rv librv-fi
 
 setup: packages
 	$(MAKE) all
@@ -158,6 +158,11 @@ examples: librv
 
 rvstat:
 	$(MAKE) -C tools/rvstat
+
+# spank_rv.so, the Slurm SPANK plugin binding each step to an rv launcher
+# job (README, "Slurm"); needs libslurm-dev.
+spank-rv:
+	$(MAKE) -C tools/slurm
 
 # GROUPS="uapi mr": only these groups of vm/tests.list (default: all), e.g.
 # the subset CI runs on the second kernel (make check KERNEL=6.12 GROUPS=...).
@@ -238,7 +243,11 @@ RV_VERSION := $(shell sed -n 's/^VERSION *:= *//p' $(LIBRV)/Makefile 2>/dev/null
 LIBRV_DIRS := PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR) \
 	MANDIR=$(MANDIR) DESTDIR=$(DESTDIR)
 
-install: module librv rvstat librv-fi
+# The SPANK plugin goes to $(PREFIX)/lib/slurm (SPANK_PLUGINDIR), named by
+# its full path in plugstack.conf.
+SPANK_PLUGINDIR ?= $(PREFIX)/lib/slurm
+
+install: module librv rvstat spank-rv librv-fi
 	$(INSTALL) -d $(DESTDIR)$(MODDIR) $(DESTDIR)$(UDEVRULESDIR) \
 		$(DESTDIR)$(MANDIR)/man7
 	$(INSTALL) -m 644 $(RV_KO) $(DESTDIR)$(MODDIR)/rv.ko
@@ -247,6 +256,8 @@ install: module librv rvstat librv-fi
 	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) install
 	$(MAKE) -C tools/rvstat PREFIX=$(PREFIX) MANDIR=$(MANDIR) \
 		DESTDIR=$(DESTDIR) install
+	$(MAKE) -C tools/slurm SPANK_PLUGINDIR=$(SPANK_PLUGINDIR) DESTDIR=$(DESTDIR) \
+		install
 	$(MAKE) -C lib/librv-fi PREFIX=$(PREFIX) MANDIR=$(MANDIR) DESTDIR=$(DESTDIR) \
 		install
 	$(if $(DESTDIR),,depmod -a $(KVER))
@@ -257,6 +268,8 @@ uninstall:
 	$(MAKE) -C $(LIBRV) $(LIBRV_DIRS) uninstall
 	$(MAKE) -C tools/rvstat PREFIX=$(PREFIX) MANDIR=$(MANDIR) \
 		DESTDIR=$(DESTDIR) uninstall
+	$(MAKE) -C tools/slurm SPANK_PLUGINDIR=$(SPANK_PLUGINDIR) DESTDIR=$(DESTDIR) \
+		uninstall
 	$(MAKE) -C lib/librv-fi PREFIX=$(PREFIX) MANDIR=$(MANDIR) DESTDIR=$(DESTDIR) \
 		uninstall
 	$(if $(DESTDIR),,depmod -a $(KVER))
@@ -401,4 +414,5 @@ clean:
 	-$(MAKE) -C $(SELFTESTS)/mpi clean
 	-$(MAKE) -C examples clean
 	-$(MAKE) -C tools/rvstat clean
+	-$(MAKE) -C tools/slurm clean
 	rm -rf $(BUILD)

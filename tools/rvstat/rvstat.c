@@ -88,6 +88,20 @@ static void addr_str(const struct rv_dump_conn *c, char *s, size_t len)
 		 c->remote_port);
 }
 
+/*
+ * The job's launcher id (RV_IOCTL_LAUNCHER_JOB), or false when the kernel's
+ * records end before it (a kernel older than the field).
+ */
+static bool launcher_id(const struct dump *jb, const struct rv_dump_job *j,
+			uint64_t *id)
+{
+	if (jb->record_size < offsetof(struct rv_dump_job, launcher_id) +
+			      sizeof(j->launcher_id))
+		return false;
+	*id = j->launcher_id;
+	return true;
+}
+
 static void key_str(const struct rv_dump_job *j, char *s, size_t len)
 {
 	size_t n = 0;
@@ -96,15 +110,6 @@ static void key_str(const struct rv_dump_job *j, char *s, size_t len)
 	for (i = 0; i < j->key_len && i < RV_JOB_KEY_MAX && n + 3 < len; i++)
 		n += snprintf(s + n, len - n, "%02x", j->key[i]);
 	s[n] = 0;
-}
-
-/* The job's launcher job, 0 if none (or a kernel without the field). */
-static uint64_t launcher_of(const struct dump *jb, const struct rv_dump_job *j)
-{
-	if (jb->record_size < offsetof(struct rv_dump_job, launcher_id) +
-			      sizeof(j->launcher_id))
-		return 0;
-	return j->launcher_id;
 }
 
 static void print_text(const struct dump *dv, const struct dump *jb,
@@ -125,9 +130,10 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 	}
 	printf("\nJobs\n  %-4s %-10s %-4s %-6s %-32s %-5s %-9s %-6s %-5s %-12s %s\n",
 	       "job", "device", "port", "uid", "key", "slots", "num_conn",
-	       "conns", "bits", "heartbeat_ms", "launcher");
+	       "conns", "bits", "heartbeat_ms", "launcher_id");
 	for (i = 0; i < jb->count; i++) {
 		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
+		uint64_t lid;
 
 		key_str(j, k, sizeof(k));
 		printf("  %-4u %-10s %-4u %-6u %-32s %-5u %-9u %-6u %-5u ",
@@ -138,11 +144,14 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 			printf("%-12s ", "off");
 		else
 			printf("%-12u ", j->heartbeat_ms);
-		/* 0: started by hand, not bound to a launcher's job. */
-		if (launcher_of(jb, j))
-			printf("0x%" PRIx64 "\n", launcher_of(jb, j));
+		/* Slurm's is job id << 32 | step id: shown as both. */
+		if (!launcher_id(jb, j, &lid))
+			printf("-\n");
+		else if (!lid)
+			printf("0\n");
 		else
-			printf("none\n");
+			printf("%#" PRIx64 " (%" PRIu64 ".%" PRIu64 ")\n", lid,
+			       lid >> 32, lid & 0xffffffffu);
 	}
 	printf("\nConnections\n");
 	for (i = 0; i < cn->count; i++) {
@@ -224,6 +233,7 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 	printf("],\"jobs\":[");
 	for (i = 0; i < jb->count; i++) {
 		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
+		uint64_t lid;
 
 		key_str(j, k, sizeof(k));
 		printf("%s{\"device\":\"%s\",\"key\":\"%s\"", i ? "," : "",
@@ -238,7 +248,8 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		json_u64("slot_bits", j->slot_bits, &f);
 		json_u64("conns", j->conns, &f);
 		json_u64("heartbeat_ms", j->heartbeat_ms, &f);
-		json_u64("launcher_id", launcher_of(jb, j), &f);
+		if (launcher_id(jb, j, &lid))
+			json_u64("launcher_id", lid, &f);
 		printf("}");
 	}
 	printf("],\"connections\":[");

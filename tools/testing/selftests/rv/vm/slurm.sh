@@ -42,8 +42,36 @@
 #   rv-<phase>-bytes     (node 0, all nodes' counters) the bytes rv posted
 #                        ~= those of the messages above the threshold
 #
+# The SPANK plugin tools/slurm/spank_rv.so is loaded as "required" by
+# plugstack.conf: each step's tasks get FI_RV_JOB_KEY=s<jobid>.<stepid>
+# (the rv job key above), and each step on each node is an rv launcher job
+# (RV_IOCTL_LAUNCHER_JOB, launcher id jobid << 32 | stepid) from its first
+# task's fork to its slurmstepd's exit (or the job's epilog):
+#   slurm-spank-built       the plugin is built (else no plugstack.conf)
+#   slurm-spank-loaded      (every node) its log line for the srun step
+#   slurm-spank-key         the sbatch job's step 0 saw FI_RV_JOB_KEY
+#                           s<jobid>.0 on every node
+# and, only with an rv whose QUERY has RV_CMD_LAUNCHER_JOB (else SKIP):
+#   rv-<phase>-launcher-id  (every node) rvstat showed the step's rv job
+#                           bound to launcher id jobid << 32 | stepid
+#   slurm-spank-eperm       while the srun step runs, a process of its uid
+#                           outside its cgroup (rv_conn_test -k <its key>)
+#                           is refused with EPERM
+#   slurm-<phase>-clean     (every node) once the step ended: no rv job of
+#                           its key, no RC QP in "rdma res show qp"
+#                           (rv's cm_stats are printed); phases srun,
+#                           sbatch, scancel (a running srun job
+#                           cancelled) and kill9 (node 0's slurmstepd of a
+#                           running step killed with SIGKILL, then the
+#                           job cancelled: the plugin's job epilog
+#                           destroys the binding)
+#   (the scancel and kill9 phases run only with such an rv, or with
+#   SLURM_LAUNCHER_PHASES=1; a clean check that finds leftovers on an rv
+#   without it is a SKIP)
+#
 # Environment: MPI_BENCH_ARGS, MPI_TIMEOUT (per job, default 420 s),
-# RV_FI_DIR, SLURM_TEST_UID (default 65534), as in mpi.sh.
+# RV_FI_DIR, SLURM_TEST_UID (default 65534), as in mpi.sh;
+# SLURM_LAUNCHER_PHASES.
 
 set -uo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
@@ -60,6 +88,8 @@ TUID=${SLURM_TEST_UID:-65534}
 shared=$(dirname "$RV_OUT")/slurm-shared
 S=/run/slurm-rv		# this node's Slurm state, configuration and logs
 JOBDIR=/tmp/rvslurm	# the job's working directory (uid TUID), every node
+SPANK=$RV_REPO/tools/slurm/spank_rv.so
+CT=$RV_REPO/tools/testing/selftests/rv/rv_conn_test
 mkdir -p "$shared"
 
 # The ranks' locked memory (rv's pinned buffers): srun and sbatch pass
@@ -100,6 +130,21 @@ else
 	tap_fail slurm-rv-ack-timeout "cannot reload rv with $ack"
 fi
 
+# LJ=1: this rv has RV_IOCTL_LAUNCHER_JOB (QUERY's cmd_mask bit 0x0e).
+rv_launcher_supported() {
+	python3 - <<'EOF'
+import fcntl, os, struct, sys
+fd = os.open("/dev/rv", os.O_RDWR)
+q = bytearray(struct.pack("<II", 64, 0) + bytes(56))  # struct rv_query, 64 B
+fcntl.ioctl(fd, 0xC500, q)                            # RV_IOCTL_QUERY
+sys.exit(0 if (struct.unpack_from("<Q", q, 8)[0] >> 0x0e) & 1 else 1)
+EOF
+}
+LJ=0
+rv_launcher_supported && LJ=1
+LJ_WHY="rv without RV_IOCTL_LAUNCHER_JOB (QUERY cmd_mask bit 0x0e clear)"
+tap_diag "rv launcher jobs (RV_IOCTL_LAUNCHER_JOB): $( ((LJ)) && echo supported || echo "not supported")"
+
 # ---- the node's configuration ----------------------------------------------
 
 mkdir -p "$S"/{etc,state,spool,log} /run/munge /run/munge-key "$JOBDIR"
@@ -117,6 +162,15 @@ chown "$TUID:$TUID" "$JOBDIR" 2>/dev/null || chown "$TUID" "$JOBDIR"
 } >"$S/hosts"
 mount --bind "$S/hosts" /etc/hosts || fatal slurm-setup "bind mount /etc/hosts"
 mount --bind "$S/etc" /etc/slurm || fatal slurm-setup "bind mount /etc/slurm"
+
+# The SPANK plugin, required: slurmd, slurmstepd, srun and sbatch load it.
+if [[ -f $SPANK ]]; then
+	echo "required $SPANK" >"$S/etc/plugstack.conf"
+	tap_ok slurm-spank-built
+else
+	: >"$S/etc/plugstack.conf"
+	tap_fail slurm-spank-built "$SPANK not built (make -C tools/slurm)"
+fi
 
 # cgroup v2: the guests do not mount it (memcg.sh does this too).
 CG=/sys/fs/cgroup
@@ -192,6 +246,7 @@ if [[ $RV_NODE -eq 0 ]]; then
 		InactiveLimit=0
 		MinJobAge=600
 		JobAcctGatherType=jobacct_gather/none
+		PlugStackConfig=/etc/slurm/plugstack.conf
 		AccountingStorageType=accounting_storage/none
 		EOF
 		cat "$shared"/nodeconf.node*
@@ -268,6 +323,171 @@ verified() {
 	fi
 }
 
+# ---- the SPANK plugin's bindings (spank_rv.so) --------------------------------
+
+# key_hex KEY: KEY as rvstat prints it.
+key_hex() {
+	printf '%s' "$1" | od -An -tx1 | tr -d ' \n'
+}
+
+# job_id NAME PID: the id of our job NAME, while PID (its srun) runs.
+job_id() {
+	local j i
+	for ((i = 0; i < 300; i++)); do
+		j=$(squeue -h -n "$1" -o %i 2>/dev/null | head -n 1)
+		[[ $j =~ ^[0-9]+$ ]] && { echo "$j"; return 0; }
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
+# rv_job_seen KEY [MIN_CONNS]: this node's rvstat has an rv job of KEY
+# (with at least MIN_CONNS connections).
+rv_job_seen() {
+	"$RVSTAT" --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.loads(sys.stdin.readline())
+except ValueError:
+    sys.exit(1)
+sys.exit(0 if any(j["key"] == sys.argv[1] and j["conns"] >= int(sys.argv[2])
+                  for j in d.get("jobs", [])) else 1)' "$(key_hex "$1")" "${2:-0}"
+}
+
+# wait_rv_job KEY MIN_CONNS PID SECONDS: until the step's rv job is seen on
+# this node, while PID (its srun) runs.
+wait_rv_job() {
+	local end=$((SECONDS + $(rv_secs "$4")))
+	while ((SECONDS < end)); do
+		rv_job_seen "$1" "$2" && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 1
+	done
+	return 1
+}
+
+# eperm_probe JOBID SRUN_PID: while step JOBID.0 runs (its rv job is up on
+# this node), a process of its uid outside its cgroup ATTACHes with its key.
+eperm_probe() {
+	local key=s$1.0 out rc=0
+	if [[ -z $1 ]] || ! wait_rv_job "$key" 0 "$2" "$MPI_TIMEOUT"; then
+		tap_fail slurm-spank-eperm "the srun step's rv job ($key) was never seen"
+		return
+	fi
+	out=$(timeout 60 setpriv --reuid="$TUID" --regid="$TUID" --clear-groups \
+		"$CT" -k "$key" -t 2000 -1 "$(rv_node_ip 1)" 2>&1) || rc=$?
+	tap_diag "outside the step, uid $TUID, key $key: rv_conn_test exit $rc: $out"
+	if ((rc == 1)) && [[ $out == *"rv_attach: Operation not permitted"* ]]; then
+		tap_ok slurm-spank-eperm
+	else
+		tap_fail slurm-spank-eperm "want rv_attach: Operation not permitted"
+	fi
+}
+
+# rv_leftovers KEY: "<rv jobs of KEY> <RC QPs>" on this node.
+rv_leftovers() {
+	local jobs qps
+	jobs=$("$RVSTAT" --json 2>/dev/null | grep -o "\"key\":\"$(key_hex "$1")\"" | wc -l)
+	qps=$(rdma -j res show qp 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+except ValueError:
+    d = []
+print(sum(1 for q in d if isinstance(q, dict) and q.get("type") == "RC"))')
+	echo "$jobs $qps"
+}
+
+# clean_check NAME KEY: nothing of step KEY left on this node (60 s grace:
+# a killed step's processes may take a while to go).
+clean_check() {
+	local name=$1 key=$2 left end
+	end=$((SECONDS + $(rv_secs 60)))
+	while :; do
+		left=$(rv_leftovers "$key")
+		[[ $left == "0 0" ]] && break
+		((SECONDS < end)) || break
+		sleep 1
+	done
+	tap_diag "node$RV_NODE after $name (key $key): rv jobs of the key, RC QPs: $left; rv cm_stats:"
+	sed 's/^/#   /' /sys/kernel/debug/rv/cm_stats 2>/dev/null
+	if [[ $left == "0 0" ]]; then
+		tap_ok "slurm-$name-clean"
+		return
+	fi
+	"$RVSTAT" 2>&1 | sed 's/^/#   /'
+	rdma res show qp 2>&1 | sed 's/^/#   /'
+	if ((LJ)); then
+		tap_fail "slurm-$name-clean" "rv job or QPs left"
+	else
+		tap_skip "slurm-$name-clean" "leftovers, but $LJ_WHY"
+	fi
+}
+
+# clean_request NAME KEY (node 0): every node runs clean_check NAME KEY;
+# returns when all did (node i > 0 in clean_serve).
+clean_request() {
+	local n
+	echo "$2" >"$shared/clean.$1.tmp" && mv "$shared/clean.$1.tmp" "$shared/clean.$1.req"
+	clean_check "$1" "$2"
+	for ((n = 1; n < RV_NODES; n++)); do
+		rv_wait_until 180 test -e "$shared/clean.$1.done.node$n" ||
+			tap_diag "node$n did not check after $1"
+	done
+}
+
+# clean_serve (node i > 0): the checks node 0 asked for and we did not do.
+clean_serve() {
+	local r name
+	for r in "$shared"/clean.*.req; do
+		[[ -e $r ]] || continue
+		name=${r##*/clean.}
+		name=${name%.req}
+		[[ -e $shared/clean.$name.done.node$RV_NODE ]] && continue
+		clean_check "$name" "$(cat "$r")"
+		touch "$shared/clean.$name.done.node$RV_NODE"
+	done
+}
+
+# killed_step MODE (node 0): an srun step of rv_mpi_bench ended while its
+# rv connections are up, by "scancel" of its job, or "kill9": SIGKILL to
+# node 0's slurmstepd of the step, then scancel (its slurm_spank_exit never
+# runs: the job epilog destroys the binding).  Then clean_request.
+killed_step() {
+	local mode=$1 pid jid spid state i rc
+	tap_diag "$(date +%T) $mode: srun -N$RV_NODES -n$NP rv_mpi_bench"
+	# shellcheck disable=SC2086 # BENCH_ARGS: options
+	as_user timeout -k 10 240 srun -N"$RV_NODES" -n"$NP" \
+		-m cyclic -O --mpi=pmix -t 15 -J "rv-$mode" \
+		"$BENCH" $BENCH_ARGS -H 3 >"$RV_OUT/$mode.out" 2>&1 &
+	pid=$!
+	jid=$(job_id "rv-$mode" "$pid")
+	if [[ -z $jid ]] || ! wait_rv_job "s$jid.0" 1 "$pid" 180; then
+		tap_fail "slurm-$mode-clean" "job ${jid:-?}: no rv job with connections seen"
+		[[ -n $jid ]] && scancel "$jid"
+		wait "$pid"
+		return
+	fi
+	tap_diag "$(date +%T) $mode: job $jid's rv job s$jid.0 is connected"
+	if [[ $mode == kill9 ]]; then
+		spid=$(pgrep -f "^slurmstepd: \[$jid\.0\]" | head -n 1)
+		tap_diag "SIGKILL to slurmstepd ${spid:-(none found)} of step $jid.0"
+		[[ -n $spid ]] && kill -9 "$spid"
+		sleep 5
+	fi
+	scancel "$jid"
+	for ((i = 0; i < 120; i++)); do
+		state=$(scontrol -o show job "$jid" 2>/dev/null | grep -o 'JobState=[A-Z_]*')
+		[[ $state == JobState=RUNNING || $state == JobState=COMPLETING ]] || break
+		sleep 1
+	done
+	rc=0
+	wait "$pid" || rc=$?
+	tap_diag "$(date +%T) $mode: job $jid $state, srun exit $rc"
+	clean_request "$mode" "s$jid.0"
+}
+
 if [[ $RV_NODE -eq 0 ]]; then
 	idle=0
 	for ((i = 0; i < 60; i++)); do
@@ -287,7 +507,17 @@ if [[ $RV_NODE -eq 0 ]]; then
 	# shellcheck disable=SC2086 # BENCH_ARGS: options
 	as_user timeout -k 20 "$MPI_TIMEOUT" srun -N"$RV_NODES" -n"$NP" \
 		-m cyclic -O --mpi=pmix -t 15 -J rv-srun \
-		"$BENCH" $BENCH_ARGS -H 3 >"$RV_OUT/srun.out" 2>&1 || rc=$?
+		"$BENCH" $BENCH_ARGS -H 3 >"$RV_OUT/srun.out" 2>&1 &
+	srun_pid=$!
+	jid=$(job_id rv-srun "$srun_pid")
+	echo "$jid" >"$shared/jid.srun"
+	tap_diag "srun job ${jid:-?}: rv job key s$jid.0"
+	if ((LJ)); then
+		eperm_probe "$jid" "$srun_pid"
+	else
+		tap_skip slurm-spank-eperm "$LJ_WHY"
+	fi
+	wait "$srun_pid" || rc=$?
 	tap_diag "$(date +%T) srun done"
 	sed 's/^/# /' "$RV_OUT/srun.out"
 	if ((rc == 0)); then
@@ -296,6 +526,7 @@ if [[ $RV_NODE -eq 0 ]]; then
 		tap_fail slurm-srun-run "srun exit status $rc$( ((rc == 124)) && echo ' (timeout)')"
 	fi
 	verified "$RV_OUT/srun.out" srun
+	clean_request srun "s$jid.0"
 
 	cat >"$JOBDIR/job.sh" <<-EOF
 	#!/bin/bash
@@ -308,7 +539,7 @@ if [[ $RV_NODE -eq 0 ]]; then
 	echo "rvslurm batch on \$(hostname): \$SLURM_JOB_NODELIST, memlock \$(ulimit -l)"
 	# Where the tasks live (step 0, one task per node): the cgroup
 	# Slurm made for them.
-	srun -N $RV_NODES -n $RV_NODES -m cyclic bash -c 'echo "rvslurm-cgroup \$(hostname) \$(cat /proc/self/cgroup)"'
+	srun -N $RV_NODES -n $RV_NODES -m cyclic bash -c 'echo "rvslurm-cgroup \$(hostname) \$(cat /proc/self/cgroup)"; echo "rvslurm-key \$(hostname) \$FI_RV_JOB_KEY"'
 	srun -m cyclic --mpi=pmix $BENCH $BENCH_ARGS -H 3
 	echo "rvslurm srun exit \$?"
 	EOF
@@ -317,6 +548,7 @@ if [[ $RV_NODE -eq 0 ]]; then
 	jid=$(as_user sbatch --parsable "$JOBDIR/job.sh" 2>&1)
 	if [[ $jid =~ ^[0-9]+$ ]]; then
 		tap_ok slurm-sbatch-submit
+		echo "$jid" >"$shared/jid.sbatch"
 		state=
 		end=$((SECONDS + MPI_TIMEOUT))
 		while ((SECONDS < end)); do
@@ -350,15 +582,41 @@ if [[ $RV_NODE -eq 0 ]]; then
 		else
 			tap_fail slurm-cgroup-v2 "$n of $RV_NODES step 0 tasks in job_$jid's cgroup"
 		fi
+		# The plugin's key in step 0's tasks, on every node.
+		n=$(grep -cE "^rvslurm-key node[0-9]+ s$jid\.0$" "$out")
+		if ((n == RV_NODES)); then
+			tap_ok slurm-spank-key
+		else
+			tap_fail slurm-spank-key "$n of $RV_NODES step 0 tasks had FI_RV_JOB_KEY=s$jid.0"
+		fi
+		# Its MPI step is step 1.
+		clean_request sbatch "s$jid.1"
 	else
 		tap_fail slurm-sbatch-submit "$jid"
 		tap_fail slurm-sbatch-done "not submitted"
 		tap_fail slurm-cgroup-v2 "no batch job"
+		tap_fail slurm-spank-key "no batch job"
 		: >"$RV_OUT/sbatch.out"
+	fi
+	if ((LJ)) || [[ ${SLURM_LAUNCHER_PHASES:-} == 1 ]]; then
+		killed_step scancel
+		killed_step kill9
+	else
+		tap_skip slurm-scancel-clean "$LJ_WHY"
+		tap_skip slurm-kill9-clean "$LJ_WHY"
 	fi
 	touch "$shared/slurm-done"
 else
-	if rv_wait_until $((2 * MPI_TIMEOUT + 200)) test -e "$shared/slurm-done"; then
+	# Serve node 0's clean checks until it is done.
+	done0=0
+	end=$((SECONDS + $(rv_secs $((4 * MPI_TIMEOUT + 400)))))
+	while ((SECONDS < end)); do
+		[[ -e $shared/slurm-done ]] && done0=1
+		clean_serve
+		((done0)) && break
+		sleep 1
+	done
+	if ((done0)); then
 		tap_ok slurm-node0-done
 	else
 		tap_fail slurm-node0-done "node 0 never finished"
@@ -454,6 +712,48 @@ if [[ $RV_NODE -eq 0 ]]; then
 		fi
 	done
 fi
+
+# The plugin ran in the srun step's slurmstepd (its log line), and rvstat
+# showed each step's rv job bound to its launcher id.
+jid_srun=$(cat "$shared/jid.srun" 2>/dev/null)
+line=$(grep -h "spank_rv: step $jid_srun\.0: " "$S"/log/slurmd.log 2>/dev/null)
+# shellcheck disable=SC2001
+sed 's/^/# /' <<<"$line"
+if [[ -n $jid_srun && -n $line ]]; then
+	tap_ok slurm-spank-loaded
+else
+	tap_fail slurm-spank-loaded "no spank_rv line for step ${jid_srun:-?}.0 in slurmd.log"
+fi
+for p in srun sbatch; do
+	j=$(cat "$shared/jid.$p" 2>/dev/null)
+	st=0
+	[[ $p == sbatch ]] && st=1
+	if ((!LJ)); then
+		tap_skip "rv-$p-launcher-id" "$LJ_WHY"
+		continue
+	fi
+	ids=$(python3 - "$RV_OUT/rvstat.slurm.jsonl" "$(key_hex "s$j.$st")" <<'EOF'
+import json, sys
+ids = set()
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    for j in d.get("jobs", []):
+        if j["key"] == sys.argv[2]:
+            ids.add(j.get("launcher_id", -1))
+print(" ".join(str(i) for i in sorted(ids)))
+EOF
+)
+	want=$(((j << 32) | st))
+	tap_diag "node$RV_NODE $p step $j.$st: launcher ids seen ${ids:-none}, want $want"
+	if [[ -n $j && $ids == "$want" ]]; then
+		tap_ok "rv-$p-launcher-id"
+	else
+		tap_fail "rv-$p-launcher-id" "launcher ids '${ids:-none}', want $want"
+	fi
+done
 
 rv_barrier "$shared" checked 120 || true
 [[ $RV_NODE -eq 0 ]] && scontrol shutdown >/dev/null 2>&1
