@@ -65,7 +65,7 @@ mkdir -p "$job"
 
 # in_job CMD...: CMD as uid 65534 inside the job's cgroup.
 in_job() {
-	sh -c 'echo $$ >"$0/cgroup.procs" && shift && exec "$@"' "$job" \
+	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$job" \
 		"${NOBODY[@]}" "$@"
 }
 
@@ -96,14 +96,15 @@ tap_run outside-cgroup-eperm grep -q 'rv_attach: Operation not permitted' <<<"$o
 
 # ---- bound on both nodes: connected ------------------------------------------
 barrier bound || true
-st=$RV_OUT/bound.status
-in_job "$CT" -k "$KEY" -t 30000 -s "$st" "$peer" 2>"$st.err" &
+# Written by uid 65534: on the guest's tmpfs.
+st=/tmp/launcher-bound.status
+in_job "$CT" -k "$KEY" -t 30000 -s "$st" "$peer" 2>"$RV_OUT/bound.err" &
 holder=$!
 rv_status_wait "$st"
 tap_run bound-connects rv_status_ok "$st"
 "$RVSTAT" >"$RV_OUT/rvstat.bound" 2>&1
 sed 's/^/# /' "$RV_OUT/rvstat.bound"
-tap_run rvstat-shows-launcher grep -q "$KEY .* $ID\$" "$RV_OUT/rvstat.bound"
+tap_run rvstat-shows-launcher grep -qF " $ID (" "$RV_OUT/rvstat.bound"
 barrier bound-checked 60 || true
 
 # ---- destroy while connected ---------------------------------------------------
