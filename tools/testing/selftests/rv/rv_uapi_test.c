@@ -148,7 +148,8 @@ TEST_F(uapi, query)
 		  (1ULL << RV_CMD_POST_WRITE) |
 		  (1ULL << RV_CMD_POST_WRITES) |
 		  (1ULL << RV_CMD_STATS) |
-		  (1ULL << RV_CMD_DUMP),
+		  (1ULL << RV_CMD_DUMP) |
+		  (1ULL << RV_CMD_LAUNCHER_JOB),
 		  q->cmd_mask);
 	EXPECT_EQ(0, q->attach_flags);
 	EXPECT_EQ(RV_MAX_CONN_PER_NODE, q->max_conn_per_node);
@@ -183,6 +184,63 @@ TEST_F(uapi, query)
 	ASSERT_EQ(0, rv_ioc(fd, RV_IOCTL_QUERY, &q2));
 	EXPECT_EQ(0, memcmp(q, &q2, sizeof(q2)));
 	close(fd);
+}
+
+/*
+ * LAUNCHER_JOB's argument checks, as root; any other caller gets EPERM
+ * whatever it passes (uapi-nobody runs this as uid 65534).
+ */
+TEST_F(uapi, launcher_job_args)
+{
+	struct rv_launcher_job lj;
+	int devnull, want_perm = geteuid() != 0;
+
+	NEED_RV();
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(devnull, 0);
+#define LJ_RESET() do {							\
+		memset(&lj, 0, sizeof(lj));				\
+		lj.size = sizeof(lj);					\
+		lj.launcher_id = 0x1234;				\
+		lj.uid = 65534;						\
+		lj.job_key_len = 3;					\
+		memcpy(lj.job_key, "ljt", 3);				\
+		lj.cgroup_fd = -1;					\
+	} while (0)
+#define LJ_EXPECT(err) EXPECT_EQ(want_perm ? -EPERM : (err),		\
+			      rv_ioc(self->fd, RV_IOCTL_LAUNCHER_JOB, &lj))
+	LJ_RESET();
+	lj.flags = 2;
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();
+	lj.launcher_id = 0;
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();
+	lj.job_key_len = 0;
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();
+	lj.job_key_len = RV_JOB_KEY_MAX + 1;
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();
+	lj.job_key[5] = 1;	/* past job_key_len */
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();
+	lj.rsvd = 1;
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();
+	lj.uid = (__u32)-1;	/* never mapped */
+	LJ_EXPECT(-EINVAL);
+	LJ_RESET();		/* cgroup_fd -1 */
+	LJ_EXPECT(-EBADF);
+	LJ_RESET();
+	lj.cgroup_fd = devnull;	/* a file, not a cgroup directory */
+	LJ_EXPECT(-EBADF);
+	LJ_RESET();
+	lj.flags = RV_LAUNCHER_JOB_F_DESTROY;
+	LJ_EXPECT(-ENOENT);
+#undef LJ_EXPECT
+#undef LJ_RESET
+	close(devnull);
 }
 
 /* Every command number is either in cmd_mask or answers ENOTTY. */
