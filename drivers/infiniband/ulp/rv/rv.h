@@ -40,6 +40,11 @@
  *   rv_devices_lock is a leaf: it is held only to look up, insert or
  *   unlink an rv_device, never while taking another rv lock.
  *
+ *   rv_launcher_lock (rv_launcher.c) and rv_auth_lock (rv_auth.c) are
+ *   leaves: ATTACH takes the first under rv_file.lock, before the
+ *   device's read section, and LAUNCHER_JOB alone (it ends jobs after
+ *   dropping it); the second is held only to swap the cluster key.
+ *
  *   rv_uid_lock (rv_caps.c) is a leaf too: jobs are charged to their uid
  *   under rv_device.jobs_lock, connections under rv_conn_list_lock, and
  *   both are uncharged where they are freed (under jobs_lock, or with no
