@@ -1236,10 +1236,10 @@ struct rv_dump_proc {
  *
  * Errors: EPERM (no CAP_SYS_ADMIN in the initial user namespace), EINVAL
  * (flags, @launcher_id 0, key length, @rsvd, a uid not mapped), EBADF
- * (@cgroup_fd is not an open file), ENOTDIR or another error of the
- * kernel's cgroup lookup (not a cgroup v2 directory), EEXIST (a binding
- * of this uid and key, or of this @launcher_id, exists), ENOENT (destroy:
- * no such binding), ENOMEM, ENOSPC (the node holds 65536 bindings).
+ * (@cgroup_fd is not an open file of a cgroup v2 directory), EEXIST (a
+ * binding of this uid and key, or of this @launcher_id, exists), ENOENT
+ * (destroy: no such binding), ENOMEM, ENOSPC (the node holds 65536
+ * bindings).
  */
 struct rv_launcher_job {
 	__u32 size;

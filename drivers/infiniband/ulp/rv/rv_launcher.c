@@ -14,7 +14,6 @@
 
 #include <linux/cgroup.h>
 #include <linux/cred.h>
-#include <linux/file.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
