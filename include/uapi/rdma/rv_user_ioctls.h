@@ -221,7 +221,8 @@ struct rv_query {
  *  EDQUOT     the job does not exist yet and the caller's uid (its real
  *             uid, the job's owner) already holds max_jobs_per_uid jobs
  *             (a module parameter; root is not exempt); joining an
- *             existing job is not refused
+ *             existing job is not refused, unless it has its launcher's
+ *             max_procs processes attached (RV_IOCTL_LAUNCHER_JOB)
  *  EADDRINUSE rv has no listener in the caller's network namespace yet
  *             and cannot bind cm_port there: something else holds it
  *  EPERM      the launcher bound the caller's uid and @job_key to a job
@@ -330,7 +331,10 @@ struct rv_attach {
  *           the device could not give the job's registration QP
  *  ENOSPC   the request cannot fit under the cache limit even after
  *           evicting every unused entry
- *  ENODEV   the device was removed
+ *  EDQUOT   pinning would exceed the job's max_pinned_bytes (its
+ *           launcher's limit, RV_IOCTL_LAUNCHER_JOB) even after evicting
+ *           the caller's unused entries
+ *  ENODEV   the device was removed, or the launcher ended the job
  *  EAGAIN   the range kept changing while it was being registered
  *  EIO      the device failed the fast registration
  *  ETIMEDOUT the device did not complete it within 2 s
@@ -688,8 +692,9 @@ struct rv_event {
  *                away)
  *  EDQUOT        the job has no connection to @addr yet and the jobs of
  *                its uid already hold max_conns_per_uid connections (a
- *                module parameter; root is not exempt); a handle to an
- *                existing connection is not refused
+ *                module parameter; root is not exempt), or the job
+ *                its launcher's max_conns (RV_IOCTL_LAUNCHER_JOB); a
+ *                handle to an existing connection is not refused
  *  ENOKEY        root has not set the cluster key (module parameter
  *                cluster_key) and insecure_no_cluster_key is not set
  */
@@ -1220,19 +1225,33 @@ struct rv_dump_proc {
  * @job_key_len: bytes used in @job_key, 1..RV_JOB_KEY_MAX
  * @rsvd: must be 0
  * @job_key: the job key its processes attach with
+ * @max_procs: create: most processes attached to the job at once on each
+ *	device port (each rv job the binding makes), 0 for no limit; ATTACH
+ *	beyond it fails with EDQUOT
+ * @max_conns: create: most connections of the job on each device port,
+ *	0 for no limit; CONN_CREATE beyond it fails with EDQUOT
+ * @max_pinned_bytes: create: most bytes the registrations of the job's
+ *	processes on each device port pin (in pages: rounded up), 0 for no
+ *	limit; a REG_MEM miss beyond it first evicts the caller's unused
+ *	cache entries, then fails with EDQUOT
  *
- * Create binds (@uid, @job_key) to the launcher's job: from then on only a
+ * Create binds (@uid, @job_key) and the limits to the launcher's job: from then on only a
  * process of @uid inside the cgroup of @cgroup_fd (or a cgroup below it)
  * may ATTACH with that key (others of @uid: EPERM), the job it creates or
  * joins is shown with @launcher_id in DUMP, and every tag of its
  * connections' handshakes binds @launcher_id, so that only the same
  * launcher job on another node can connect to it.  Destroy removes the
- * binding and ends the job everywhere on the node: its connections are
- * torn down at once (their QPs and CQs freed, reason
- * RV_CONN_REASON_JOB_ENDED), and its processes' later commands fail
- * (EPERM for ATTACH, ENODEV for the others); what a process holds itself
- * (its registrations' pinned pages, its ring, its slot) goes when it
- * closes the file or exits.  Needs no ATTACH.
+ * binding and ends the job everywhere on the node, as a device removal
+ * would, even while its processes are stopped or stuck: its connections
+ * are torn down at once (their QPs and CQs freed, reason
+ * RV_CONN_REASON_JOB_ENDED), then, once no call of the job is inside the
+ * device, its MRs, its registration QP and its protection domain, and
+ * cached registrations no process holds are unpinned.  Its processes'
+ * later commands fail (EPERM for ATTACH, ENODEV for the others; releasing
+ * handles and closing still work); what a process holds itself (the
+ * pinned pages of registrations it still holds, its ring, its slot) goes
+ * when it drops them, closes the file or exits.  Needs no ATTACH.  The limits were appended:
+ * a caller passing the 48 bytes before them sets none.
  *
  * Errors: EPERM (no CAP_SYS_ADMIN in the initial user namespace), EINVAL
  * (flags, @launcher_id 0, key length, @rsvd, a uid not mapped), EBADF
@@ -1250,6 +1269,9 @@ struct rv_launcher_job {
 	__u32 job_key_len;
 	__u32 rsvd;
 	__u8 job_key[RV_JOB_KEY_MAX];
+	__u32 max_procs;
+	__u32 max_conns;
+	__aligned_u64 max_pinned_bytes;
 };
 
 #define RV_IOCTL_LAUNCHER_JOB _IO(RV_IOCTL_TYPE, RV_CMD_LAUNCHER_JOB)

@@ -154,11 +154,24 @@ struct rv_device {
  *	holds a reference (rv_job_create()), its connections' cm_ids live
  *	there and only requests arriving there reach them
  */
+/**
+ * struct rv_job_limits - what a launcher allows one rv job of its job
+ * @max_procs: files attached at once, 0 for no limit
+ * @max_conns: connections, 0 for no limit
+ * @max_pinned_pages: pages the files' registrations pin, 0 for no limit
+ */
+struct rv_job_limits {
+	u32 max_procs;
+	u32 max_conns;
+	u64 max_pinned_pages;
+};
+
 struct rv_job_params {
 	struct net *net;
 	kuid_t uid;
 	kuid_t charge_uid;
 	u64 launcher_id;
+	struct rv_job_limits limits;
 	u32 port_num;
 	u32 key_len;
 	u8 key[RV_JOB_KEY_MAX];
@@ -240,9 +253,15 @@ struct rv_slot_quarantine {
  * @conns: the job's connections (struct rv_conn.job_list); see rv_conn.h
  *	for its locking
  * @frwr: registers remote-access MRs; its QP lives in @pd
- * @ended: its launcher ended it (rv_launcher.c): no ATTACH joins it and no
- *	connection is created for it any more.  Set under rv_conn_list_lock
- *	(read there by CONN_CREATE), read with READ_ONCE() elsewhere
+ * @ended: its launcher ended it (rv_job_end()): no ATTACH joins it, no
+ *	connection is created for it any more, and read sections meet it as
+ *	a removed device (rv_job_enter()).  Set under rv_conn_list_lock (read
+ *	there by CONN_CREATE), read with READ_ONCE() elsewhere
+ * @released: completed once rv_job_end() released the job's ib resources
+ * @nr_procs: files attached (not slots in quarantine); under the slots'
+ *	lock, for @params.limits
+ * @nr_conns: connections in @conns; under rv_conn_list_lock
+ * @pinned_pages: pages pinned by the files' registrations (atomic)
  */
 struct rv_cm_listener;
 
@@ -260,6 +279,10 @@ struct rv_job {
 	struct list_head conns;
 	struct rv_frwr_qp frwr;
 	bool ended;
+	struct completion released;
+	u32 nr_procs;
+	u32 nr_conns;
+	atomic64_t pinned_pages;
 };
 
 /**
@@ -404,6 +427,8 @@ void rv_uid_uncharge(kuid_t uid, enum rv_uid_kind kind);
 void rv_uid_exit(void);
 int rv_pin_charge(struct mm_struct *mm, unsigned long pages);
 void rv_pin_uncharge(struct mm_struct *mm, unsigned long pages);
+int rv_job_pin_charge(struct rv_job *job, unsigned long pages);
+void rv_job_pin_uncharge(struct rv_job *job, unsigned long pages);
 
 extern unsigned int rv_slot_quarantine_ms;
 extern unsigned int rv_quiesce_ms;	/* rv_write.c */
@@ -417,6 +442,8 @@ void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);
 int rv_device_enter(struct rv_device *dev, bool need_device)
 	__acquires(&dev->srcu);
+int rv_job_enter(struct rv_job *job, bool need_device)
+	__acquires(&job->dev->srcu);
 void rv_device_leave(struct rv_device *dev, int idx)
 	__releases(&dev->srcu);
 /* Most devices a walk over all of them takes (rv_device_get_all()). */
@@ -439,6 +466,7 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 		  const struct rv_job_params *params);
 void rv_job_detach(struct rv_file *rf, bool quarantine);
 void rv_job_release_ib(struct rv_job *job);
+void rv_job_end(struct rv_job *job);
 void rv_job_put(struct rv_job *job);
 void rv_job_exit(void);
 

@@ -176,6 +176,26 @@ int rv_pin_charge(struct mm_struct *mm, unsigned long pages)
 }
 
 /*
+ * Charge @pages to the job's launcher limit too (max_pinned_bytes of
+ * RV_IOCTL_LAUNCHER_JOB); -EDQUOT beyond it.
+ */
+int rv_job_pin_charge(struct rv_job *job, unsigned long pages)
+{
+	u64 max = job->params.limits.max_pinned_pages;
+
+	if (atomic64_add_return(pages, &job->pinned_pages) > max && max) {
+		atomic64_sub(pages, &job->pinned_pages);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+void rv_job_pin_uncharge(struct rv_job *job, unsigned long pages)
+{
+	atomic64_sub(pages, &job->pinned_pages);
+}
+
+/*
  * Give back a charge of rv_pin_charge().  @mm need only be allocated
  * (mmgrab()), not alive: the counter is an atomic of the mm_struct.
  */

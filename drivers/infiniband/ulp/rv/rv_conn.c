@@ -253,6 +253,7 @@ static void rv_conn_unlink(struct kref *kref)
 
 	list_del(&conn->list);
 	list_del(&conn->job_list);
+	conn->job->nr_conns--;
 	mutex_unlock(&rv_conn_list_lock);
 
 	rv_conn_release_ib(conn, RV_CONN_REASON_NONE);
@@ -271,7 +272,7 @@ void rv_conn_put(struct rv_conn *conn)
 	int idx;
 
 	/* After removal the teardown finds the connection released. */
-	idx = rv_device_enter(dev, false);
+	idx = rv_job_enter(conn->job, false);
 	kref_put_mutex(&conn->kref, rv_conn_unlink, &rv_conn_list_lock);
 	rv_device_leave(dev, idx);
 }
@@ -288,7 +289,7 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 	struct sockaddr_storage local;
 	int ret, idx;
 
-	idx = rv_device_enter(dev, true);
+	idx = rv_job_enter(job, true);
 	if (idx < 0 || !job->pd) {
 		ret = -ENODEV;
 		goto out_unlock_dev;
@@ -331,7 +332,10 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 		}
 	}
 	/* Counted when linked, so that a second handle costs no quota. */
-	ret = rv_uid_charge(job->params.charge_uid, RV_UID_CONNS);
+	ret = -EDQUOT;
+	if (!job->params.limits.max_conns ||
+	    job->nr_conns < job->params.limits.max_conns)
+		ret = rv_uid_charge(job->params.charge_uid, RV_UID_CONNS);
 	if (ret) {
 		mutex_unlock(&rv_conn_list_lock);
 		rv_conn_free(fresh);
@@ -341,6 +345,7 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 	fresh = NULL;
 	list_add_tail(&conn->list, &rv_conns);
 	list_add_tail(&conn->job_list, &job->conns);
+	job->nr_conns++;
 	if (job->params.heartbeat_ms != RV_HEARTBEAT_OFF)
 		queue_delayed_work(rv_cm_wq, &conn->hb_work,
 				   msecs_to_jiffies(job->params.heartbeat_ms));

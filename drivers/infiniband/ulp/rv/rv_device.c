@@ -114,6 +114,31 @@ int rv_device_enter(struct rv_device *dev, bool need_device)
 	return need_device ? -ENODEV : RV_DEVICE_GONE;
 }
 
+/**
+ * rv_job_enter - begin using @job's ib resources
+ * @job: the job, referenced by the caller
+ * @need_device: as for rv_device_enter()
+ *
+ * rv_device_enter() on the job's device, which also meets a job its
+ * launcher ended (rv_job_end()) as a removed device: the caller waits
+ * until the job's resources are released, then gets -ENODEV with
+ * @need_device, else RV_DEVICE_GONE and proceeds outside any section.
+ * Ended by rv_device_leave() on @job->dev.
+ */
+int rv_job_enter(struct rv_job *job, bool need_device)
+	__acquires(&job->dev->srcu)
+{
+	int idx = rv_device_enter(job->dev, need_device);
+
+	/* rv_job_end() sets ended, then waits for the sections before. */
+	if (idx < 0 || !READ_ONCE(job->ended))
+		return idx;
+	srcu_read_unlock(&job->dev->srcu, idx);
+	__acquire(&job->dev->srcu);	/* released by rv_device_leave() */
+	wait_for_completion(&job->released);
+	return need_device ? -ENODEV : RV_DEVICE_GONE;
+}
+
 void rv_device_leave(struct rv_device *dev, int idx)
 	__releases(&dev->srcu)
 {

@@ -52,7 +52,7 @@ int rv_file_lock_dev(struct rv_file *rf, bool need_device)
 	ret = rv_file_check_owner(rf);
 	if (ret)
 		goto out_unlock;
-	ret = rv_device_enter(rf->job->dev, need_device);
+	ret = rv_job_enter(rf->job, need_device);
 	if (ret == -ENODEV) {
 		rv_device_leave(rf->job->dev, ret);
 		goto out_unlock;

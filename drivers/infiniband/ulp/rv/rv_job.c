@@ -95,6 +95,7 @@ static struct rv_job *rv_job_create(struct rv_device *dev,
 	xa_init_flags(&job->slots, XA_FLAGS_ALLOC | XA_FLAGS_ACCOUNT);
 	INIT_LIST_HEAD(&job->quarantine);
 	INIT_LIST_HEAD(&job->conns);
+	init_completion(&job->released);
 	rv_frwr_init(&job->frwr);
 	list_add_tail(&job->list, &dev->jobs);
 	trace_rv_job_create(job);
@@ -110,9 +111,11 @@ out_uncharge:
 }
 
 /*
- * Release the job's resources on the ib_device.  Called by device removal
- * once no read section of the device is left, or by the last detach in
- * one (or after removal, when nothing is left); safe to call twice.
+ * Release the job's resources on the ib_device.  Called under
+ * dev->jobs_lock by device removal once no read section of the device is
+ * left, by rv_job_end() once none that could use the job is, or by the
+ * last detach in one (or after either, when nothing is left); safe to
+ * call twice.
  */
 void rv_job_release_ib(struct rv_job *job)
 {
@@ -135,6 +138,36 @@ void rv_job_release_ib(struct rv_job *job)
 		ib_dealloc_pd(job->pd);
 		job->pd = NULL;
 	}
+}
+
+/**
+ * rv_job_end - release for good what a job holds on its device
+ * @job: the job, referenced by the caller, who is in no read section
+ *
+ * What device removal does, for one job, so that a launcher ending its
+ * job frees the job's QPs and MRs even while processes of it are stuck.
+ * From now on the job's commands meet it as a removed device
+ * (rv_job_enter()), no ATTACH joins it and no connection is made for it.
+ * Its connections go first (rv_conn_job_end(), which sets @job->ended),
+ * then, once every read section that began before is over, its MRs, its
+ * registration QP and its PD.  Pins of registrations its processes still
+ * hold stay with them, device-less, until dropped or the process exits;
+ * cached ones nobody holds are unpinned by the cache's work item.
+ */
+void rv_job_end(struct rv_job *job)
+{
+	struct rv_device *dev = job->dev;
+	int idx;
+
+	idx = rv_device_enter(dev, false);
+	rv_conn_job_end(job);
+	rv_device_leave(dev, idx);
+	synchronize_srcu(&dev->srcu);
+	/* Serialised with device removal, which may release it too. */
+	mutex_lock(&dev->jobs_lock);
+	rv_job_release_ib(job);
+	mutex_unlock(&dev->jobs_lock);
+	complete_all(&job->released);
 }
 
 /*
@@ -179,7 +212,8 @@ static void rv_job_free(struct kref *kref)
 
 /*
  * Drop a reference taken under dev->jobs_lock by another than a file
- * (rv_launcher.c); caller is in the device's read section.
+ * (rv_launcher.c); caller is in the device's read section, or met the
+ * job (or its device) released (rv_job_enter()).
  */
 void rv_job_put(struct rv_job *job)
 {
@@ -199,7 +233,8 @@ void rv_job_put(struct rv_job *job)
  * Return: 0 with @rf->job and @rf->slot set, -ENODEV if the device is being
  * removed, -EBUSY if the job exists with another configuration, -ENOSPC if
  * all its slots are taken, -EAGAIN if the free ones are all in quarantine,
- * -EDQUOT if a new job would exceed the uid's max_jobs_per_uid,
+ * -EDQUOT if a new job would exceed the uid's max_jobs_per_uid or the job
+ * has its launcher's max_procs attached,
  * -EADDRINUSE if cm_port is taken in the job's namespace (rv cannot listen
  * there), -EPERM if the job belongs to another launcher job (or none) or
  * its launcher ended it, -ENOMEM.
@@ -267,6 +302,12 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 
 	xa_lock(&job->slots);
 	rv_job_end_quarantines(job, false);
+	if (job->params.limits.max_procs &&
+	    job->nr_procs >= job->params.limits.max_procs) {
+		xa_unlock(&job->slots);
+		ret = -EDQUOT;
+		goto out_put_job;
+	}
 	/* May drop and retake the lock to allocate: the list stays valid. */
 	ret = __xa_alloc_cyclic(&job->slots, &slot, rf,
 				XA_LIMIT(0, (1U << params->slot_bits) - 1),
@@ -274,6 +315,8 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 	/* -EBUSY when the range is full: taken, or some in quarantine. */
 	if (ret == -EBUSY)
 		ret = list_empty(&job->quarantine) ? -ENOSPC : -EAGAIN;
+	if (ret >= 0)
+		job->nr_procs++;
 	xa_unlock(&job->slots);
 	if (ret < 0)	/* 1 says the search wrapped: a success */
 		goto out_put_job;
@@ -329,6 +372,7 @@ void rv_job_detach(struct rv_file *rf, bool quarantine)
 	trace_rv_detach(job, rf->slot);
 	rf->slot_q = NULL;
 	xa_lock(&job->slots);
+	job->nr_procs--;
 	if (q && quarantine) {
 		q->slot = rf->slot;
 		q->until = jiffies + msecs_to_jiffies(rv_slot_quarantine_ms);
@@ -347,7 +391,7 @@ void rv_job_detach(struct rv_file *rf, bool quarantine)
 	rf->job = NULL;
 
 	listener = job->listener;
-	idx = rv_device_enter(dev, false);
+	idx = rv_job_enter(job, false);
 	mutex_lock(&dev->jobs_lock);
 	if (!kref_put(&job->kref, rv_job_free))
 		listener = NULL;

@@ -32,6 +32,7 @@ MODULE_PARM_DESC(launcher_jobs_only, "Refuse ATTACH for a uid and job key no lau
  * @key_len: bytes of @key
  * @key: the job key
  * @cgrp: the job's cgroup (a reference)
+ * @limits: what each rv job made under it may use
  */
 struct rv_launcher_binding {
 	struct list_head list;
@@ -40,6 +41,7 @@ struct rv_launcher_binding {
 	u32 key_len;
 	u8 key[RV_JOB_KEY_MAX];
 	struct cgroup *cgrp;
+	struct rv_job_limits limits;
 };
 
 /*
@@ -90,6 +92,7 @@ int rv_launcher_attach_check(struct rv_job_params *params)
 	b = rv_launcher_find(params->uid, params->key_len, params->key);
 	params->launcher_id = b ? b->id : 0;
 	if (b) {
+		params->limits = b->limits;
 		rcu_read_lock();
 		if (!task_under_cgroup_hierarchy(current, b->cgrp))
 			ret = -EPERM;
@@ -102,35 +105,45 @@ int rv_launcher_attach_check(struct rv_job_params *params)
 }
 
 /*
- * End every job of @dev bound to @id, one at a time under a reference of
- * ours, in the device's read section (removal waits for it).
+ * The next job of @dev bound to @id that is not ended yet, referenced;
+ * NULL if none is left or the device is removed (its jobs hold nothing
+ * of it then).
  */
+static struct rv_job *rv_launcher_next_job(struct rv_device *dev, u64 id)
+{
+	struct rv_job *job = NULL, *pos;
+	int idx;
+
+	idx = rv_device_enter(dev, true);
+	if (idx < 0)
+		goto out_leave;
+	mutex_lock(&dev->jobs_lock);
+	list_for_each_entry(pos, &dev->jobs, list) {
+		if (pos->params.launcher_id == id && !READ_ONCE(pos->ended)) {
+			kref_get(&pos->kref);
+			job = pos;
+			break;
+		}
+	}
+	mutex_unlock(&dev->jobs_lock);
+out_leave:
+	rv_device_leave(dev, idx);
+	return job;
+}
+
+/* End every job of @dev bound to @id, one at a time. */
 static void rv_launcher_end_jobs(struct rv_device *dev, u64 id)
 {
 	struct rv_job *job;
 	int idx;
 
-	idx = rv_device_enter(dev, true);
-	if (idx < 0)
-		goto out_leave;	/* removed: its jobs hold nothing of it */
-	for (;;) {
-		mutex_lock(&dev->jobs_lock);
-		list_for_each_entry(job, &dev->jobs, list)
-			if (job->params.launcher_id == id &&
-			    !READ_ONCE(job->ended))
-				break;
-		if (list_entry_is_head(job, &dev->jobs, list))
-			job = NULL;
-		else
-			kref_get(&job->kref);
-		mutex_unlock(&dev->jobs_lock);
-		if (!job)
-			break;
-		rv_conn_job_end(job);
+	while ((job = rv_launcher_next_job(dev, id))) {
+		rv_job_end(job);
+		/* Ended and released: the put needs no read section. */
+		idx = rv_job_enter(job, false);
 		rv_job_put(job);
+		rv_device_leave(dev, idx);
 	}
-out_leave:
-	rv_device_leave(dev, idx);
 }
 
 static void rv_launcher_free(struct rv_launcher_binding *b)
@@ -172,6 +185,10 @@ static int rv_launcher_create(const struct rv_launcher_job *cmd, kuid_t uid)
 	b->key_len = cmd->job_key_len;
 	memcpy(b->key, cmd->job_key, cmd->job_key_len);
 	b->cgrp = cgrp;
+	b->limits.max_procs = cmd->max_procs;
+	b->limits.max_conns = cmd->max_conns;
+	b->limits.max_pinned_pages = DIV_ROUND_UP_ULL(cmd->max_pinned_bytes,
+						      PAGE_SIZE);
 
 	mutex_lock(&rv_launcher_lock);
 	ret = -ENOSPC;

@@ -207,13 +207,15 @@ static void rv_mr_unpin(struct rv_mr_entry *e)
 						 RV_ACCESS_LOCAL_WRITE);
 	sg_free_append_table(&e->pages);
 	rv_pin_uncharge(e->notifier.mm, e->npages);
+	rv_job_pin_uncharge(e->cache->job, e->npages);
 	e->pinned = false;
 }
 
 /*
  * Pin @e's pages, charged to the process's pinned_vm against
  * RLIMIT_MEMLOCK as ib_umem_get() does (rv_pin_charge(): the budget the
- * event ring shares), with Linux 6.12's flags on every
+ * event ring shares) and to the job's launcher limit
+ * (rv_job_pin_charge()), with Linux 6.12's flags on every
  * kernel (write only for writable access; 6.1's umem also forced
  * read-only pins to write, breaking copy-on-write).  Outside the device's
  * read section: faulting the pages in may wait on user space (a
@@ -236,6 +238,9 @@ static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
 	ret = rv_pin_charge(mm, e->npages);
 	if (ret)
 		return ret;
+	ret = rv_job_pin_charge(e->cache->job, e->npages);
+	if (ret)
+		goto out_uncharge_mm;
 	list = (struct page **)__get_free_page(GFP_KERNEL);
 	if (!list) {
 		ret = -ENOMEM;
@@ -272,6 +277,8 @@ static int rv_mr_pin(struct rv_mr_entry *e, unsigned int max_seg)
 	return ret;
 
 out_uncharge:
+	rv_job_pin_uncharge(e->cache->job, e->npages);
+out_uncharge_mm:
 	rv_pin_uncharge(mm, e->npages);
 	return ret;
 }
@@ -390,7 +397,7 @@ static void rv_mr_free_victims(struct rv_mr_cache *cache,
 
 	if (list_empty(victims))
 		return;
-	idx = rv_device_enter(dev, false);
+	idx = rv_job_enter(cache->job, false);
 	rv_mr_unmap_list(victims);
 	rv_device_leave(dev, idx);
 	rv_mr_release_list(cache, victims);
@@ -512,7 +519,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
 	/* Its entries are on cache->dead, freed below. */
 	cancel_work_sync(&cache->free_work);
 
-	idx = rv_device_enter(dev, false);
+	idx = rv_job_enter(cache->job, false);
 	spin_lock_bh(&cache->lock);
 	xa_for_each(&cache->handles, index, e) {
 		if (e->state == RV_MR_DEAD)
@@ -542,7 +549,8 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
  * rv_mr_cache_release_ib - deregister every MR before the device goes
  * @cache: a cache of a file of a job on the device
  *
- * Called by device removal once no read section of the device is left.
+ * Called by device removal, or rv_job_end(), once no read section of the
+ * device that could use the cache is left.
  * Entries leave the tree (lookups would hand out a dead key); their MRs
  * and DMA mappings go now, their pins stay with them until they are
  * freed (unpinning may wait on user space; the pages are the process's,
@@ -554,7 +562,7 @@ void rv_mr_cache_teardown(struct rv_mr_cache *cache)
  * without a read section when it finds -ENODEV, and so is a DEAD one
  * with nothing of the device left (being freed after its section).
  * Every other entry waits, mapped, for a freer that cannot start before
- * removal is done (rv_device_enter() waits for it), so it can be used
+ * removal is done (rv_job_enter() waits for it), so it can be used
  * after cache->lock is dropped.
  */
 void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
@@ -1039,12 +1047,11 @@ static int rv_mr_map(struct rv_mr_entry *e, struct rv_job *job, u32 nr_keys)
  * both.
  */
 static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
-				       u64 length, u32 access)
+				       u64 length, u32 access, u8 key_shift)
 {
 	u64 last = addr + length - 1;
 	u32 nr_keys = 0, npages;
 	struct rv_mr_entry *e;
-	u8 key_shift = 0;
 	size_t size;
 
 	if ((last >> PAGE_SHIFT) - (addr >> PAGE_SHIFT) >= U32_MAX)
@@ -1052,7 +1059,6 @@ static struct rv_mr_entry *rv_mr_alloc(struct rv_mr_cache *cache, u64 addr,
 	npages = rv_mr_nr_blocks(addr, last, PAGE_SHIFT);
 	size = struct_size(e, dma, npages);
 	if (access & RV_ACCESS_REMOTE) {
-		key_shift = rv_frwr_key_shift(cache->job);
 		if (key_shift)
 			nr_keys = rv_mr_nr_blocks(addr, last, key_shift);
 		if (nr_keys > RV_MAX_REG_KEYS)
@@ -1097,7 +1103,7 @@ static int rv_mr_publish(struct rv_mr_entry *e, u32 nr_keys,
 	struct rv_mr_stats *s = &cache->stats;
 	int idx, ret;
 
-	idx = rv_device_enter(dev, true);
+	idx = rv_job_enter(cache->job, true);
 	ret = idx < 0 ? idx : rv_mr_map(e, cache->job, nr_keys);
 	if (ret)
 		goto out_leave;
@@ -1148,16 +1154,19 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	struct rv_mr_entry *e;
 	unsigned int max_seg;
 	unsigned long seq;
+	u8 key_shift;
 	LIST_HEAD(victims);
 	int tries, nr_keys;
 	int ret, idx;
 
-	idx = rv_device_enter(dev, true);
+	idx = rv_job_enter(job, true);
 	if (idx < 0) {
 		rv_device_leave(dev, idx);
 		return ERR_PTR(idx);
 	}
+	/* The device's attributes are read here: it may go once we leave. */
 	max_seg = ib_dma_max_seg_size(job->pd->device);
+	key_shift = access & RV_ACCESS_REMOTE ? rv_frwr_key_shift(job) : 0;
 	spin_lock_bh(&cache->lock);
 	/*
 	 * Entries the MMU notifier killed go now rather than in the work
@@ -1173,7 +1182,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	if (ret)
 		goto out_count;
 
-	e = rv_mr_alloc(cache, addr, length, access);
+	e = rv_mr_alloc(cache, addr, length, access, key_shift);
 	if (!e) {
 		ret = -ENOMEM;
 		goto out_count;
@@ -1209,8 +1218,11 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 			return e;
 		if (ret == -EAGAIN)
 			continue;
-		/* RLIMIT_MEMLOCK may be full of our unused entries. */
-		if (ret == -ENOMEM && !reclaimed &&
+		/*
+		 * RLIMIT_MEMLOCK, or the job's limit, may be full of our
+		 * unused entries.
+		 */
+		if ((ret == -ENOMEM || ret == -EDQUOT) && !reclaimed &&
 		    rv_mr_reclaim(cache, length)) {
 			reclaimed = true;
 			continue;
@@ -1308,7 +1320,7 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	if (ret)
 		goto out_unlock;
 	dev = rf->job->dev;
-	idx = rv_device_enter(dev, true);
+	idx = rv_job_enter(rf->job, true);
 	if (idx < 0) {
 		rv_device_leave(dev, idx);
 		ret = idx;

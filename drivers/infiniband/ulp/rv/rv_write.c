@@ -1021,7 +1021,7 @@ int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		 DIV_ROUND_UP(copy_from_user(w, u64_to_user_ptr(cmd->writes),
 					     cmd->count * sizeof(*w)),
 			      sizeof(*w));
-	idx = rv_device_enter(rf->job->dev, true);
+	idx = rv_job_enter(rf->job, true);
 	if (idx < 0) {
 		ret = idx;
 	} else if (copied) {
@@ -1086,7 +1086,7 @@ static void rv_write_break_file(struct rv_file *rf)
 	int idx;
 	u32 i;
 
-	idx = rv_device_enter(job->dev, false);
+	idx = rv_job_enter(job, false);
 	mutex_lock(&rv_conn_list_lock);
 	list_for_each_entry(conn, &job->conns, job_list) {
 		mutex_lock(&conn->lock);

@@ -6,7 +6,11 @@
  * RoCE v2 GID, which connections need), with -m (with -a) also registers
  * two 1 MiB buffers and keeps one in use, prints "ready <slot>" and keeps
  * the file until its stdin reaches EOF; then drops the MR reference
- * (which must work even after device removal).  -i INDEX attaches to
+ * (which must work even after device removal).  -k KEY attaches with that
+ * job key instead of a random one; -w keeps the remote-write MiB instead
+ * of the local one; -R, after EOF, tries one more REG_MEM and prints
+ * "reg_mem <errno name or 0>" (vm/launcher.sh: ENODEV once the launcher
+ * ended the job).  -i INDEX attaches to
  * that device index instead of looking $RV_IBDEV up (netlink hides a
  * device from a namespace that may not use it; the kernel must refuse it
  * too).  Exit status 0 when all of that worked, 1 (with a message on
@@ -117,16 +121,18 @@ static void make_jobs(int dev_index, uint32_t ring_entries,
 int main(int argc, char **argv)
 {
 	bool do_attach = false, do_mr = false, ipv4_gid = false;
+	bool hold_remote = false, reg_after = false;
+	const char *key = NULL;
 	long conns = -1, jobs = -1;
 	int ret, slot = -1, held = 0, opt, dev_index = -1;
 	unsigned long nfiles = 0, i;
 	uint32_t ring_entries = 0;
 	struct rv **files = NULL;
 	struct rv *rv;
-	char *buf;
+	char *buf = NULL;
 	char c;
 
-	while ((opt = getopt(argc, argv, "ac:gi:j:mr:")) != -1) {
+	while ((opt = getopt(argc, argv, "ac:gi:j:k:mr:wR")) != -1) {
 		switch (opt) {
 		case 'a':
 			do_attach = true;
@@ -143,18 +149,32 @@ int main(int argc, char **argv)
 		case 'j':
 			jobs = strtol(optarg, NULL, 0);
 			break;
+		case 'k':
+			key = optarg;
+			break;
 		case 'm':
 			do_mr = true;
+			break;
+		case 'w':
+			hold_remote = true;
+			break;
+		case 'R':
+			reg_after = true;
 			break;
 		case 'r':
 			ring_entries = strtoul(optarg, NULL, 0);
 			break;
 		default:
-			fprintf(stderr, "usage: rv_hold [-a [-i INDEX] [-g [-c N]] [-m] [-r ENTRIES]] [-j N]\n");
+			fprintf(stderr, "usage: rv_hold [-a [-i INDEX] [-k KEY] [-g [-c N]] [-m [-w] [-R]] [-r ENTRIES]] [-j N]\n");
 			return 1;
 		}
 	}
 	do_mr = do_mr && do_attach;
+	if (key && strlen(key) > RV_JOB_KEY_MAX) {
+		fprintf(stderr, "rv_hold: -k: at most %d bytes\n",
+			RV_JOB_KEY_MAX);
+		return 1;
+	}
 	if (conns >= 0 && !(do_attach && ipv4_gid)) {
 		fprintf(stderr, "rv_hold: -c needs -a -g\n");
 		return 1;
@@ -177,6 +197,11 @@ int main(int argc, char **argv)
 		}
 		dev_index = ret;
 		rv_attach_init(&a, ret, RV_JOB_KEY_MAX);
+		if (key) {
+			memset(a.job_key, 0, sizeof(a.job_key));
+			a.job_key_len = strlen(key);
+			memcpy(a.job_key, key, a.job_key_len);
+		}
 		a.ring_entries = ring_entries;
 		if (ipv4_gid) {
 			ret = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
@@ -207,7 +232,9 @@ int main(int argc, char **argv)
 		memset(buf, 1, 2 << 20);
 		ret = rv_reg_mem(rv, buf, 1 << 20, RV_ACCESS_REMOTE_WRITE,
 				 NULL);
-		if (ret > 0)
+		if (ret > 0 && hold_remote)
+			held = ret;
+		else if (ret > 0)
 			ret = rv_dereg_mem(rv, ret);
 		if (!ret)
 			ret = held = rv_reg_mem(rv, buf + (1 << 20), 1 << 20,
@@ -241,6 +268,14 @@ int main(int argc, char **argv)
 		break;
 	}
 	ret = 0;
+	if (reg_after && do_mr) {
+		int r = rv_reg_mem(rv, buf + (1 << 20), 1 << 20,
+				   RV_ACCESS_LOCAL_WRITE, NULL);
+
+		printf("reg_mem %s\n", err_name(r < 0 ? -r : 0));
+		if (r > 0)
+			rv_dereg_mem(rv, r);
+	}
 	if (held) {
 		ret = rv_dereg_mem(rv, held);
 		if (ret)

@@ -3,7 +3,8 @@
  * rv_launcher - bind or unbind a launcher job, as a launcher's privileged
  * part does (RV_IOCTL_LAUNCHER_JOB; tools/slurm/spank_rv.c for Slurm).
  *
- *   rv_launcher create -i ID -u UID -k KEY -c CGROUP_DIR [-E ERRNO]
+ *   rv_launcher create -i ID -u UID -k KEY -c CGROUP_DIR [-P MAX_PROCS]
+ *                      [-C MAX_CONNS] [-M MAX_PINNED_BYTES] [-E ERRNO]
  *   rv_launcher destroy -i ID -u UID -k KEY [-E ERRNO]
  *
  * ID in any base strtoull() takes.  Prints "ok" or "failed: errno E
@@ -36,13 +37,16 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "create"))
 		return 2;
 	optind = 2;
-	while ((c = getopt(argc, argv, "i:u:k:c:E:")) != -1) {
+	while ((c = getopt(argc, argv, "i:u:k:c:E:P:C:M:")) != -1) {
 		switch (c) {
 		case 'i': lj.launcher_id = strtoull(optarg, NULL, 0); break;
 		case 'u': lj.uid = strtoul(optarg, NULL, 0); break;
 		case 'k': key = optarg; break;
 		case 'c': cgroup = optarg; break;
 		case 'E': expect = atoi(optarg); break;
+		case 'P': lj.max_procs = strtoul(optarg, NULL, 0); break;
+		case 'C': lj.max_conns = strtoul(optarg, NULL, 0); break;
+		case 'M': lj.max_pinned_bytes = strtoull(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}

@@ -262,7 +262,10 @@
 	F(rv_launcher_job, cgroup_fd) \
 	F(rv_launcher_job, job_key_len) \
 	F(rv_launcher_job, rsvd) \
-	F(rv_launcher_job, job_key)
+	F(rv_launcher_job, job_key) \
+	F(rv_launcher_job, max_procs) \
+	F(rv_launcher_job, max_conns) \
+	F(rv_launcher_job, max_pinned_bytes)
 
 #define RV_DUMP_QP_FIELDS(F)		    \
 	F(rv_dump_qp, state) \

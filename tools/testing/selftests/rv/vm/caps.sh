@@ -31,8 +31,6 @@ RING=(-r 64)
 # connected connections hold (176 x 534 kB here).
 TOLERANCE_KB=8192
 
-declare -A hold_pid hold_fd
-
 tap_begin
 
 param() {
@@ -49,50 +47,6 @@ mem_avail_kb() {
 	echo $((avail + pcp * $(getconf PAGESIZE) / 1024))
 }
 
-ready() {
-	grep -q '^ready' "$RV_OUT/caps-$1.out"
-}
-
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
-# hold_start NAME CMD...: CMD (an rv_hold) in the background, holding
-# what it made until hold_stop NAME closes its stdin.  Fails unless it
-# says "ready" within 120 s.
-hold_start() {
-	local name=$1 fifo=/dev/shm/rv-caps-$1.in fd
-	shift
-	rm -f "$fifo" "$RV_OUT/caps-$name.out"
-	mkfifo "$fifo"
-	"$@" <"$fifo" >"$RV_OUT/caps-$name.out" 2>&1 &
-	hold_pid[$name]=$!
-	exec {fd}>"$fifo"
-	hold_fd[$name]=$fd
-	rm -f "$fifo"
-	rv_wait_until 120 ready "$name" && return 0
-	tap_diag "$name: $(tr '\n' ' ' <"$RV_OUT/caps-$name.out")"
-	hold_stop "$name"
-	return 1
-}
-
-# hold_stop NAME [SIGNAL]: EOF on its stdin (or SIGNAL first), then wait.
-hold_stop() {
-	local pid=${hold_pid[$1]} fd=${hold_fd[$1]}
-	[[ -n ${2:-} ]] && kill "-$2" "$pid"
-	exec {fd}>&-
-	if ! rv_wait_until 60 gone "$pid"; then
-		kill -KILL "$pid"
-		tap_diag "$1: rv_hold did not exit"
-	fi
-	wait "$pid" 2>/dev/null
-}
-
-# held NAME WHAT: the "WHAT N ERR" line of a holder's output.
-held() {
-	grep "^$2 " "$RV_OUT/caps-$1.out"
-}
-
 # expect NAME LINE WANT: one result, LINE (rv_hold's count line) = WANT.
 expect() {
 	if [[ $2 == "$3" ]]; then
@@ -106,8 +60,8 @@ expect() {
 once() {
 	local name=$1
 	shift
-	"$@" </dev/null >"$RV_OUT/caps-$name.out" 2>&1
-	sed 's/^/# /' "$RV_OUT/caps-$name.out"
+	"$@" </dev/null >"$RV_OUT/hold-$name.out" 2>&1
+	sed 's/^/# /' "$RV_OUT/hold-$name.out"
 }
 
 # userns_once NAME HOLD_ARGS...: once, as uid 7 of a user namespace that
@@ -125,7 +79,7 @@ userns_once() {
 		once "$name" nsenter --target "$pid" --user --setuid 7 --setgid 7 \
 			"$HOLD" "$@"
 	else
-		echo "userns map failed" >"$RV_OUT/caps-$name.out"
+		echo "userns map failed" >"$RV_OUT/hold-$name.out"
 	fi
 	kill "$pid"
 	wait "$pid" 2>/dev/null
@@ -164,19 +118,19 @@ fi
 # connected) stop at the cap with EDQUOT.
 "$HOLD" </dev/null >/dev/null 2>&1	# its pages in the page cache first
 m0=$(mem_avail_kb)
-if hold_start c1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
+if rv_hold_start c1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
 	m1=$(mem_avail_kb)
-	expect conns-cap-edquot "$(held c1 conns)" "conns $maxc EDQUOT"
+	expect conns-cap-edquot "$(rv_held c1 conns)" "conns $maxc EDQUOT"
 	tap_diag "available $m0 kB before, $m1 kB at the cap ($(((m0 - m1) / maxc)) kB per idle connection)"
 
 	once c-same "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 1
-	expect conns-cap-across-files "$(held c-same conns)" "conns 0 EDQUOT"
+	expect conns-cap-across-files "$(rv_held c-same conns)" "conns 0 EDQUOT"
 	once c-other "${OTHER[@]}" "$HOLD" -a -g "${RING[@]}" -c 8
-	expect conns-other-uid-unaffected "$(held c-other conns)" "conns 8 0"
+	expect conns-other-uid-unaffected "$(rv_held c-other conns)" "conns 8 0"
 	once c-root "$HOLD" -a -g -c 8
-	expect conns-root-unaffected "$(held c-root conns)" "conns 8 0"
+	expect conns-root-unaffected "$(rv_held c-root conns)" "conns 8 0"
 
-	hold_stop c1
+	rv_hold_stop c1
 	if rv_wait_until 20 mem_returns "$m0"; then
 		tap_ok conns-memory-returns
 	else
@@ -184,54 +138,54 @@ if hold_start c1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
 	fi
 	tap_diag "available $now_kb kB after close"
 	once c-again "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0
-	expect conns-released-at-close "$(held c-again conns)" "conns $maxc EDQUOT"
+	expect conns-released-at-close "$(rv_held c-again conns)" "conns $maxc EDQUOT"
 else
 	tap_fail conns-cap-edquot "no holder"
 fi
 
 # SIGKILL: the file is released by the dying process.
-if hold_start c2 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
-	hold_stop c2 KILL
+if rv_hold_start c2 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0; then
+	rv_hold_stop c2 KILL
 	once c-killed "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0
-	expect conns-released-after-kill "$(held c-killed conns)" "conns $maxc EDQUOT"
+	expect conns-released-after-kill "$(rv_held c-killed conns)" "conns $maxc EDQUOT"
 else
 	tap_fail conns-released-after-kill "no holder"
 fi
 
 # ---- jobs ----------------------------------------------------------------
 m0=$(mem_avail_kb)
-if hold_start j1 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
+if rv_hold_start j1 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
 	m1=$(mem_avail_kb)
-	expect jobs-cap-edquot "$(held j1 jobs)" "jobs $maxj EDQUOT"
+	expect jobs-cap-edquot "$(rv_held j1 jobs)" "jobs $maxj EDQUOT"
 	tap_diag "available $m0 kB before, $m1 kB at the cap ($(((m0 - m1) / maxj)) kB per job and its file)"
 
 	once j-same "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 1
-	expect jobs-cap-across-processes "$(held j-same jobs)" "jobs 0 EDQUOT"
+	expect jobs-cap-across-processes "$(rv_held j-same jobs)" "jobs 0 EDQUOT"
 	once j-other "${OTHER[@]}" "$HOLD" "${RING[@]}" -j 8
-	expect jobs-other-uid-unaffected "$(held j-other jobs)" "jobs 8 0"
+	expect jobs-other-uid-unaffected "$(rv_held j-other jobs)" "jobs 8 0"
 	once j-root "$HOLD" "${RING[@]}" -j 8
-	expect jobs-root-unaffected "$(held j-root jobs)" "jobs 8 0"
+	expect jobs-root-unaffected "$(rv_held j-root jobs)" "jobs 8 0"
 	# Subordinate uids are their owner's: uid 7 of 65534's namespace
 	# (kuid 300007) is charged to 65534, which holds its cap.
 	userns_once j-userns "${RING[@]}" -j 1
-	expect jobs-userns-charged-to-owner "$(held j-userns jobs)" "jobs 0 EDQUOT"
+	expect jobs-userns-charged-to-owner "$(rv_held j-userns jobs)" "jobs 0 EDQUOT"
 
-	hold_stop j1
+	rv_hold_stop j1
 	if rv_wait_until 20 mem_returns "$m0"; then
 		tap_ok jobs-memory-returns
 	else
 		tap_fail jobs-memory-returns "available $now_kb kB after close, $m0 kB before"
 	fi
 	once j-again "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0
-	expect jobs-released-at-close "$(held j-again jobs)" "jobs $maxj EDQUOT"
+	expect jobs-released-at-close "$(rv_held j-again jobs)" "jobs $maxj EDQUOT"
 else
 	tap_fail jobs-cap-edquot "no holder"
 fi
 
-if hold_start j2 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
-	hold_stop j2 KILL
+if rv_hold_start j2 "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0; then
+	rv_hold_stop j2 KILL
 	once j-killed "${NOBODY[@]}" "$HOLD" "${RING[@]}" -j 0
-	expect jobs-released-after-kill "$(held j-killed jobs)" "jobs $maxj EDQUOT"
+	expect jobs-released-after-kill "$(rv_held j-killed jobs)" "jobs $maxj EDQUOT"
 else
 	tap_fail jobs-released-after-kill "no holder"
 fi
@@ -240,16 +194,16 @@ fi
 # A holder at both caps (its attached file is one of the jobs) while the
 # device goes: the objects stay until the files close, and their counts
 # go with them.
-if hold_start d1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0 -j 0; then
-	expect removal-holder-at-caps "$(held d1 conns) $(held d1 jobs)" \
+if rv_hold_start d1 "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0 -j 0; then
+	expect removal-holder-at-caps "$(rv_held d1 conns) $(rv_held d1 jobs)" \
 		"conns $maxc EDQUOT jobs $((maxj - 1)) EDQUOT"
 	netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
 	tap_run removal-link-delete timeout 60 rdma link delete "$RV_IBDEV"
-	hold_stop d1
+	rv_hold_stop d1
 	tap_run removal-link-add rdma link add "$RV_IBDEV" type rxe netdev "${netdev:-eth0}"
 	rv_wait_until 30 gid_back || tap_diag "no IPv4 GID on $RV_IBDEV yet"
 	once d-again "${NOBODY[@]}" "$HOLD" -a -g "${RING[@]}" -c 0 -j 0
-	expect caps-released-after-removal "$(held d-again conns) $(held d-again jobs)" \
+	expect caps-released-after-removal "$(rv_held d-again conns) $(rv_held d-again jobs)" \
 		"conns $maxc EDQUOT jobs $((maxj - 1)) EDQUOT"
 else
 	tap_fail removal-holder-at-caps "no holder"

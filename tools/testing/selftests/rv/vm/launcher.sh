@@ -14,10 +14,19 @@
 #   other-id:     the server node bound to another launcher id: the
 #                 client's connection ends in AUTH (tags bind the id)
 #   unbound:      a client started by hand against a bound server: AUTH
-#   destroy:      unbinding while connected ends the job: its connection
-#                 reports JOB_ENDED at once, no RC QP of rv is left (but
-#                 the registration QP), a new ATTACH with the key is EPERM
-#                 while the old process still holds the job
+#   destroy:      unbinding while connected ends the job, its processes
+#                 frozen (cgroup.freeze: stuck, as far as rv can tell), one
+#                 of them holding a remote-write registration: no QP of rv
+#                 (connections' and the registration QP) and no MR of rv is left
+#                 while they are frozen; thawed, the connection reports
+#                 JOB_ENDED, a new REG_MEM is ENODEV, dropping the held
+#                 registration and closing still work, and a new ATTACH
+#                 with the key is EPERM while the old processes hold the
+#                 job
+#   limits:       a binding's max_procs, max_conns and max_pinned_bytes:
+#                 the attach, connection and registration beyond them are
+#                 EDQUOT; a registration over the pinned limit evicts the
+#                 process's unused entries first
 #   only:         launcher_jobs_only=1: a hand-started ATTACH is EPERM
 #
 # "lo" is the node whose address is lower (the client of the pair).
@@ -30,6 +39,7 @@ set -uo pipefail
 T=$RV_REPO/tools/testing/selftests/rv
 CT=$T/rv_conn_test
 L=$T/rv_launcher
+HOLD=$T/rv_hold
 RVSTAT=$RV_REPO/tools/rvstat/rvstat
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 CG=/sys/fs/cgroup
@@ -69,17 +79,18 @@ in_job() {
 		"${NOBODY[@]}" "$@"
 }
 
-# rv_qps: rv's RC QPs on this node but the registration QP (connected to
-# itself, rqpn == lqpn).
+# rv_qps: the RC QPs of rv's connections on this node (created through
+# rdma_cm, so listed as "[rdma_cm]"'s: nothing else in the VMs creates
+# kernel RC QPs through it); rv_all_qps: those and rv's own (the
+# registration QP, connected to itself); rv_mrs: rv's MRs.
 rv_qps() {
-	rdma res show qp 2>/dev/null | awk '/comm \[rv\]/ && / type RC / {
-		l = r = ""
-		for (i = 1; i < NF; i++) {
-			if ($i == "lqpn") l = $(i + 1)
-			if ($i == "rqpn") r = $(i + 1)
-		}
-		if (l != r) n++
-	} END { print n + 0 }'
+	rdma res show qp 2>/dev/null | grep ' type RC ' | grep -c 'comm \[rdma_cm\]'
+}
+rv_all_qps() {
+	rdma res show qp 2>/dev/null | grep ' type RC ' | grep -c 'comm \[\(rdma_cm\|rv\)\]'
+}
+rv_mrs() {
+	rdma res show mr 2>/dev/null | grep -c 'comm \[rv\]'
 }
 
 # ---- binding ---------------------------------------------------------------
@@ -107,14 +118,29 @@ sed 's/^/# /' "$RV_OUT/rvstat.bound"
 tap_run rvstat-shows-launcher grep -qF " $ID (" "$RV_OUT/rvstat.bound"
 barrier bound-checked 60 || true
 
-# ---- destroy while connected ---------------------------------------------------
-q0=$(rv_qps)
-tap_diag "rv RC QPs before the destroy: $q0"
+# ---- destroy while connected, the job frozen -------------------------------------
+rv_hold_start held in_job "$HOLD" -a -g -k "$KEY" -m -w -R
+tap_run held-remote-registration rv_hold_ready held
+q0=$(rv_qps) m0=$(rv_mrs) a0=$(rv_all_qps)
+tap_diag "before the destroy: rv RC QPs $q0 (all $a0), rv MRs $m0"
+rdma res show mr 2>/dev/null | sed 's/^/#   /'
+tap_run job-has-qps test "$q0" -gt 0
+tap_run job-has-mrs test "$m0" -gt 0
+echo 1 >"$job/cgroup.freeze"
+tap_run job-frozen rv_wait_until 10 grep -q '^frozen 1' "$job/cgroup.events"
 tap_run destroy "$L" destroy -i "$ID" -u 65534 -k "$KEY"
+tap_diag "after the destroy, frozen: rv RC QPs $(rv_qps) (all $(rv_all_qps)), rv MRs $(rv_mrs)"
+tap_run destroy-frees-qps test "$(rv_qps)" -eq 0
+tap_run destroy-frees-registration-qp test "$(rv_all_qps)" -eq 0
+tap_run destroy-frees-mrs test "$(rv_mrs)" -eq 0
+echo 0 >"$job/cgroup.freeze"
 rv_status_refresh "$st"
 sed 's/^/# /' "$st"
 tap_run destroy-ends-connection grep -q 'state error reason job_ended' "$st"
-tap_run destroy-frees-qps test "$(rv_qps)" -eq 0
+rv_hold_stop held
+tap_run held-process-closes-cleanly test $? -eq 0
+sed 's/^/# /' "$RV_OUT/hold-held.out"
+tap_run ended-job-reg-mem-enodev test "$(rv_held held reg_mem)" = "reg_mem ENODEV"
 out=$(in_job "$CT" -k "$KEY" -t 1000 -1 "$peer" 2>&1)
 tap_run ended-job-attach-eperm grep -q 'rv_attach: Operation not permitted' <<<"$out"
 kill "$holder"
@@ -147,6 +173,33 @@ else
 	tap_run unbind-other-id "$L" destroy -i 0x4300000002 -u 65534 -k "$KEY2"
 fi
 barrier unbound-done 60 || true
+
+# ---- limits ------------------------------------------------------------------------
+# Per node: no connection here is connected, so the peer plays no part.
+ID3=0x4200000003
+KEY3=L42.3
+tap_run bind-limits "$L" create -i "$ID3" -u 65534 -k "$KEY3" -c "$job" -P 2 -C 3 -M $((1 << 20))
+# Registers 1 MiB, drops it (cached, unused), registers another: only by
+# evicting the first does it stay under the 1 MiB pinned.
+if rv_hold_start lim1 in_job "$HOLD" -a -g -k "$KEY3" -m -c 0; then
+	tap_run limit-conns-edquot test "$(rv_held lim1 conns)" = "conns 3 EDQUOT"
+	tap_run limit-pinned-evicts-unused rv_hold_ready lim1
+	rv_hold_start lim2 in_job "$HOLD" -a -g -k "$KEY3"
+	tap_run limit-procs-second-attaches rv_hold_ready lim2
+	out=$(in_job "$HOLD" -a -g -k "$KEY3" </dev/null 2>&1)
+	sed 's/^/# /' <<<"$out"
+	tap_run limit-procs-edquot grep -q 'rv_attach: Disk quota exceeded' <<<"$out"
+	rv_hold_stop lim2
+	rv_hold_stop lim1
+else
+	tap_fail limit-conns-edquot "the first holder did not start"
+fi
+tap_run unbind-limits "$L" destroy -i "$ID3" -u 65534 -k "$KEY3"
+tap_run bind-pinned-limit "$L" create -i "$ID3" -u 65534 -k "$KEY3" -c "$job" -M $((512 << 10))
+out=$(in_job "$HOLD" -a -g -k "$KEY3" -m </dev/null 2>&1)
+sed 's/^/# /' <<<"$out"
+tap_run limit-pinned-edquot grep -q 'rv_hold: MR: Disk quota exceeded' <<<"$out"
+tap_run unbind-pinned-limit "$L" destroy -i "$ID3" -u 65534 -k "$KEY3"
 
 # ---- launcher_jobs_only ---------------------------------------------------------
 echo 1 >/sys/module/rv/parameters/launcher_jobs_only

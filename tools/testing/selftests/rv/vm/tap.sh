@@ -160,6 +160,55 @@ rv_stop_all() {
 	done
 }
 
+# Background rv_hold processes (caps.sh, launcher.sh), by NAME; each
+# one's output is $RV_OUT/hold-NAME.out.
+declare -A rv_hold_pid rv_hold_fd
+
+rv_hold_ready() {
+	grep -q '^ready' "$RV_OUT/hold-$1.out"
+}
+
+rv_gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+# rv_hold_start NAME CMD...: CMD (an rv_hold) in the background, holding
+# what it made until rv_hold_stop NAME closes its stdin.  Fails unless
+# it says "ready" within 120 s.
+rv_hold_start() {
+	local name=$1 fifo=/dev/shm/rv-hold-$1.in fd
+	shift
+	rm -f "$fifo" "$RV_OUT/hold-$name.out"
+	mkfifo "$fifo"
+	"$@" <"$fifo" >"$RV_OUT/hold-$name.out" 2>&1 &
+	rv_hold_pid[$name]=$!
+	exec {fd}>"$fifo"
+	rv_hold_fd[$name]=$fd
+	rm -f "$fifo"
+	rv_wait_until 120 rv_hold_ready "$name" && return 0
+	tap_diag "$name: $(tr '\n' ' ' <"$RV_OUT/hold-$name.out")"
+	rv_hold_stop "$name"
+	return 1
+}
+
+# rv_hold_stop NAME [SIGNAL]: EOF on its stdin (or SIGNAL first), then
+# wait; returns the holder's exit status.
+rv_hold_stop() {
+	local pid=${rv_hold_pid[$1]} fd=${rv_hold_fd[$1]}
+	[[ -n ${2:-} ]] && kill "-$2" "$pid"
+	exec {fd}>&-
+	if ! rv_wait_until 60 rv_gone "$pid"; then
+		kill -KILL "$pid"
+		tap_diag "$1: rv_hold did not exit"
+	fi
+	wait "$pid" 2>/dev/null
+}
+
+# rv_held NAME WHAT: the "WHAT ..." line of a holder's output.
+rv_held() {
+	grep "^$2 " "$RV_OUT/hold-$1.out"
+}
+
 # rv_insmod [PARAM=VALUE...]: rv.ko with the run's parameters (rv-vm
 # --rv-args), then these.
 # shellcheck disable=SC2120 # arguments are optional
