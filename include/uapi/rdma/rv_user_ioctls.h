@@ -209,6 +209,8 @@ struct rv_query {
  *  ENODEV     no RDMA device has @dev_index, or it is being removed, or
  *             the caller's network namespace may not use it (netns
  *             exclusive mode, "rdma system set netns exclusive")
+ *  EPROTONOSUPPORT  the port is not RoCE (native InfiniBand, OPA): a job's
+ *             address is its GID as an IP address, which only RoCE has
  *  EALREADY   this file is already attached
  *  EBUSY      the job exists with a different @num_conn, @slot_bits,
  *             @gid_index or @heartbeat_ms (after defaults are applied)
@@ -961,7 +963,10 @@ struct rv_post_write {
  * one QP are posted as one chain of work requests.
  *
  * Errors: EINVAL (@count or @entry_size out of range), EFAULT (@writes
- * not readable), and those of POST_WRITE for the first write.
+ * not readable, or the argument not writable: checked before anything
+ * is posted, so EFAULT means no write of the call was posted unless the
+ * caller made the argument unwritable during the call), and those of
+ * POST_WRITE for the first write.
  */
 struct rv_post_writes {
 	__u32 size;

@@ -410,6 +410,7 @@ extern unsigned int rv_default_ring_entries;
 extern unsigned long rv_default_mr_cache_bytes;
 extern unsigned long long rv_max_mr_cache_bytes;
 extern unsigned int rv_default_heartbeat_ms;
+extern unsigned int rv_heartbeat_budget;
 extern unsigned int rv_frwr_max_pages_param;
 extern unsigned int rv_max_jobs_per_uid;
 extern unsigned int rv_max_conns_per_uid;

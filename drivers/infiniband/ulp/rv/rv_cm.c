@@ -1382,5 +1382,6 @@ int rv_cm_stats_show(struct seq_file *s, void *unused)
 		   atomic64_read(&rv_cm_stats.auth_bad_proof));
 	rv_auth_show(s);
 	seq_printf(s, "listen_netns %u\n", rv_cm_listen_netns());
+	seq_printf(s, "heartbeat_armed %u\n", rv_write_hb_armed());
 	return 0;
 }

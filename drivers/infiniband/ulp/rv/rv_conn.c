@@ -207,6 +207,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 
 	/* No work can be queued again: every kick checks @dead. */
 	cancel_delayed_work_sync(&conn->hb_work);
+	rv_write_hb_disarm(conn);
 	for (i = 0; i < conn->num_conn; i++) {
 		cancel_delayed_work_sync(&conn->qps[i].work);
 		cancel_work_sync(&conn->qps[i].fault_work);
@@ -346,9 +347,6 @@ struct rv_conn *rv_conn_get(struct rv_job *job,
 	list_add_tail(&conn->list, &rv_conns);
 	list_add_tail(&conn->job_list, &job->conns);
 	job->nr_conns++;
-	if (job->params.heartbeat_ms != RV_HEARTBEAT_OFF)
-		queue_delayed_work(rv_cm_wq, &conn->hb_work,
-				   msecs_to_jiffies(job->params.heartbeat_ms));
 	rv_conn_dbg(conn, "created: %u QPs of depth %u, %s\n",
 		    conn->num_conn, conn->depth,
 		    conn->client ? "client" : "server");
@@ -446,6 +444,8 @@ void rv_conn_update_state(struct rv_conn *conn)
 
 	conn->connected = connected;
 	conn->reason = reason;
+	if (connected)
+		rv_write_hb_arm(conn);
 	if (state == conn->state) {
 		/* A QP may have changed under an unchanged state. */
 		rv_write_conn_publish(conn);

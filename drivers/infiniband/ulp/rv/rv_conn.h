@@ -326,7 +326,10 @@ struct rv_conn_qp {
  * @drops_no_slot: arrivals for a slot with no ring (atomic)
  * @drops_ring_full: arrivals dropped on a full ring (atomic)
  * @recv_errors: receive completions in error, flushes aside (atomic)
- * @hb_work: sends heartbeats on idle QPs, every job heartbeat_ms
+ * @hb_work: sends heartbeats on idle QPs, every job heartbeat_ms (or
+ *	longer: rv_heartbeat_budget); queued only while a QP is connected
+ * @hb_armed: @hb_work is counted in rv_write.c's armed connections;
+ *	under @lock
  * @heartbeats: heartbeats sent (atomic)
  * @qp_errors: QPs replaced after errors (atomic)
  * @qps: @num_conn QPs
@@ -367,6 +370,7 @@ struct rv_conn {
 	atomic64_t drops_ring_full;
 	atomic64_t recv_errors;
 	struct delayed_work hb_work;
+	bool hb_armed;
 	atomic64_t heartbeats;
 	atomic64_t qp_errors;
 
@@ -536,6 +540,9 @@ int rv_write_ibqp_init(struct rv_ibqp *iq);
 void rv_write_ibqp_free(struct rv_ibqp *iq);
 void rv_write_conn_init(struct rv_conn *conn);
 void rv_write_probe(struct rv_conn_qp *qp);
+void rv_write_hb_arm(struct rv_conn *conn);
+void rv_write_hb_disarm(struct rv_conn *conn);
+u32 rv_write_hb_armed(void);
 bool rv_write_qp_drain(struct rv_ibqp *iq);
 void rv_write_qp_flush(struct rv_ibqp *iq);
 int rv_write_post_recvs(struct rv_ibqp *iq);

@@ -315,6 +315,15 @@ static int rv_attach_check_port(struct rv_device *dev,
 		ret = -EINVAL;
 		goto out_unlock;
 	}
+	/*
+	 * RoCE only: a job's address is its GID as an IP address, which an
+	 * IB GID is not (IPoIB's address differs, and the GID has no netdev
+	 * to scope or bind it), so an IB job could never connect.
+	 */
+	if (!rdma_protocol_roce(dev->ibdev, cmd->port_num)) {
+		ret = -EPROTONOSUPPORT;
+		goto out_unlock;
+	}
 	gid_attr = rdma_get_gid_attr(dev->ibdev, cmd->port_num,
 				     cmd->gid_index);
 	if (IS_ERR(gid_attr)) {

@@ -51,6 +51,17 @@ module_param_named(heartbeat_ms, rv_default_heartbeat_ms, uint, 0444);
 MODULE_PARM_DESC(heartbeat_ms, "Idle time before a QP sends a heartbeat, when ATTACH passes 0 (50..600000, 4294967295 = off, default 1000)");
 
 /*
+ * Heartbeat passes (one connection's look at its QPs) per second on the
+ * node: with more connections armed than this many times 1000 /
+ * heartbeat_ms, every connection's interval stretches so that a user
+ * cannot buy CPU time on rv's shared workqueue with connections.  Read at
+ * each pass, so a write takes effect within one interval.
+ */
+unsigned int rv_heartbeat_budget = 10000;
+module_param_named(heartbeat_budget, rv_heartbeat_budget, uint, 0644);
+MODULE_PARM_DESC(heartbeat_budget, "Heartbeat passes per second on the node; intervals stretch beyond it (0 = no budget, default 10000)");
+
+/*
  * Pages one fast-registration MR may map, below the device's own limit:
  * it sets the key chunk (rounded down to a power of two), and tests set it
  * low so that registrations span many chunks on rxe.  No range to check:

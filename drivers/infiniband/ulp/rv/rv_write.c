@@ -368,17 +368,70 @@ static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 		rv_cm_qp_flushed(qp);
 }
 
+/* Connections whose heartbeat work is queued (rv_conn.hb_armed). */
+static atomic_t rv_hb_armed = ATOMIC_INIT(0);
+
+u32 rv_write_hb_armed(void)
+{
+	return atomic_read(&rv_hb_armed);
+}
+
+/*
+ * The job's interval, stretched so that the armed connections of the node
+ * together make at most heartbeat_budget passes a second.
+ */
+static unsigned long rv_write_hb_period(const struct rv_conn *conn)
+{
+	u64 ms = conn->job->params.heartbeat_ms;
+	u32 budget = READ_ONCE(rv_heartbeat_budget);
+
+	if (budget)
+		ms = max_t(u64, ms, div_u64((u64)atomic_read(&rv_hb_armed) *
+					    MSEC_PER_SEC, budget));
+	return msecs_to_jiffies(min_t(u64, ms, RV_MAX_HEARTBEAT_MS));
+}
+
+/*
+ * Queue @conn's heartbeat pass, if its job has heartbeats and it is not
+ * queued yet: called when a QP is connected, so an idle or unconnected
+ * connection costs no pass at all.  Caller holds @conn->lock.
+ */
+void rv_write_hb_arm(struct rv_conn *conn)
+{
+	lockdep_assert_held(&conn->lock);
+	if (conn->hb_armed || conn->dead ||
+	    conn->job->params.heartbeat_ms == RV_HEARTBEAT_OFF)
+		return;
+	conn->hb_armed = true;
+	atomic_inc(&rv_hb_armed);
+	queue_delayed_work(rv_cm_wq, &conn->hb_work, rv_write_hb_period(conn));
+}
+
+/* @conn is dead and its work cancelled: uncount it. */
+void rv_write_hb_disarm(struct rv_conn *conn)
+{
+	mutex_lock(&conn->lock);
+	if (conn->hb_armed) {
+		conn->hb_armed = false;
+		atomic_dec(&rv_hb_armed);
+	}
+	mutex_unlock(&conn->lock);
+}
+
 /*
  * A QP idle for heartbeat_ms sends a zero-length RDMA WRITE (no rkey
  * needed, no receive consumed): the transport's acknowledgment proves the
  * path, its retry exhaustion fails the QP, which is then replaced.  Both
- * sides do it, so a node that only receives notices a dead path too.
+ * sides do it, so a node that only receives notices a dead path too.  The
+ * pass requeues itself while a QP is connected, at most heartbeat_budget
+ * passes a second over the node (rv_write_hb_period()).
  */
 static void rv_write_hb_work(struct work_struct *work)
 {
 	struct rv_conn *conn = container_of(to_delayed_work(work),
 					    struct rv_conn, hb_work);
 	unsigned long period = msecs_to_jiffies(conn->job->params.heartbeat_ms);
+	bool any_connected = false;
 	struct ib_rdma_wr wr = {
 		.wr = {
 			.opcode = IB_WR_RDMA_WRITE,
@@ -394,8 +447,10 @@ static void rv_write_hb_work(struct work_struct *work)
 	for (i = 0; i < conn->num_conn; i++) {
 		struct rv_conn_qp *qp = &conn->qps[i];
 
-		if (qp->state != RV_QP_CONNECTED || !qp->cm_id ||
-		    time_before(jiffies, READ_ONCE(qp->last_activity) + period))
+		if (qp->state != RV_QP_CONNECTED || !qp->cm_id)
+			continue;
+		any_connected = true;
+		if (time_before(jiffies, READ_ONCE(qp->last_activity) + period))
 			continue;
 		spin_lock_bh(&qp->sq_lock);
 		busy = qp->hb_inflight;
@@ -417,7 +472,18 @@ static void rv_write_hb_work(struct work_struct *work)
 				   jiffies_to_msecs(jiffies -
 						    READ_ONCE(qp->last_activity)));
 	}
-	queue_delayed_work(rv_cm_wq, &conn->hb_work, period);
+	if (any_connected) {
+		/* A probe may have queued the pass while it was disarmed. */
+		if (!conn->hb_armed) {
+			conn->hb_armed = true;
+			atomic_inc(&rv_hb_armed);
+		}
+		queue_delayed_work(rv_cm_wq, &conn->hb_work,
+				   rv_write_hb_period(conn));
+	} else if (conn->hb_armed) {
+		conn->hb_armed = false;
+		atomic_dec(&rv_hb_armed);
+	}
 out_unlock:
 	mutex_unlock(&conn->lock);
 }
@@ -1001,6 +1067,14 @@ int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	    cmd->count > RV_MAX_POST_WRITES ||
 	    cmd->entry_size != sizeof(struct rv_write))
 		return -EINVAL;
+	/*
+	 * The answer must be writable before anything is posted, so that
+	 * EFAULT means nothing was done: written back unchanged (posted and
+	 * error are 0), it can fail later only if the caller unmaps or
+	 * write-protects it during the call.
+	 */
+	if (rv_ucmd_respond(ucmd, cmd, sizeof(*cmd)))
+		return -EFAULT;
 	/* At most 72 KiB; the caller's cgroup pays, a failure is ENOMEM. */
 	w = kvmalloc_array(cmd->count, sizeof(*w) + sizeof(*p),
 			   GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);

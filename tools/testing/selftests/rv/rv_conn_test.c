@@ -9,7 +9,8 @@
  *   rv_conn_test -k KEY [-n NUM_CONN] -0 [-s STATUS_FILE] PEER...
  *
  * -0: create the connections but never connect them; their state is
- * expected to stay "idle".
+ * expected to stay "idle".  -H MS: the job's heartbeat_ms (ATTACH; any
+ * of the forms).
  *
  * -S: a storm of connection creation: for MS milliseconds, create a
  * connection to PEER and destroy it again, never connecting; prints
@@ -189,6 +190,7 @@ static int storm(struct rv *rv, struct peer *p, uint32_t ms)
 int main(int argc, char **argv)
 {
 	uint32_t num_conn = 0, delay_ms = 0, timeout_ms = 20000, storm_ms = 0;
+	uint32_t heartbeat_ms = 0;
 	const char *key = NULL;
 	bool once = false, no_connect = false;
 	struct rv_attach a;
@@ -196,7 +198,7 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int c, i, ret, idx, gid, sig, rc;
 
-	while ((c = getopt(argc, argv, "k:n:d:t:e:s:S:01")) != -1) {
+	while ((c = getopt(argc, argv, "k:n:d:t:e:s:S:H:01")) != -1) {
 		switch (c) {
 		case 'k': key = optarg; break;
 		case 'n': num_conn = atoi(optarg); break;
@@ -205,6 +207,7 @@ int main(int argc, char **argv)
 		case 'e': expect = optarg; break;
 		case 's': status_file = optarg; break;
 		case 'S': storm_ms = atoi(optarg); break;
+		case 'H': heartbeat_ms = strtoul(optarg, NULL, 0); break;
 		case '0': no_connect = true; expect = "idle"; break;
 		case '1': once = true; break;
 		default: usage();
@@ -231,6 +234,7 @@ int main(int argc, char **argv)
 	a.port_num = RV_TEST_PORT;
 	a.gid_index = gid;
 	a.num_conn = num_conn;
+	a.heartbeat_ms = heartbeat_ms;
 	a.job_key_len = strlen(key);
 	memcpy(a.job_key, key, a.job_key_len);
 	ret = rv_attach(rv, &a);

@@ -1607,6 +1607,57 @@ static void batch_bad_middle(struct target *t, uint8_t *src, int mr,
 	n_clean_ok += ok;
 }
 
+/*
+ * POST_WRITES whose argument the caller cannot have written back: EFAULT
+ * must mean nothing was posted, so that the caller knows where it stands.
+ */
+static void batch_readonly_arg(struct target *t, uint8_t *src, int mr)
+{
+	struct rv_post_writes *cmd;
+	struct rv_event ev[EV_BATCH];
+	struct rv_write w[2];
+	struct rv_stats s0, s;
+	int ret, n;
+	uint32_t i;
+
+	cmd = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (cmd == MAP_FAILED) {
+		check(false, "batch-readonly-arg-efault", "mmap: %s",
+		      strerror(errno));
+		return;
+	}
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 2; i++) {
+		w[i].conn_handle = C.conn[1];
+		w[i].mr_handle = mr;
+		w[i].local_addr = (uintptr_t)src;
+		w[i].length = 4096;
+		w[i].remote_addr = t->iova;
+		w[i].rkey = t->rkey;
+		w[i].wr_id = 0x70ad000000ULL + i;
+		/* Not a clean write's number: the target must see none. */
+		w[i].imm = err_imm(t->slot, KIND_CLEAN, 0xffff);
+	}
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->size = sizeof(*cmd);
+	cmd->writes = (uintptr_t)w;
+	cmd->count = 2;
+	cmd->entry_size = sizeof(w[0]);
+	mprotect(cmd, 4096, PROT_READ);
+	rv_stats(C.rv, &s0);
+	ret = ioctl(rv_fd(C.rv), RV_IOCTL_POST_WRITES, cmd) ? errno : 0;
+	n = reap(ev, EV_BATCH, 1000);
+	rv_stats(C.rv, &s);
+	check(ret == EFAULT && n == 0 &&
+	      s.writes_posted == s0.writes_posted && s.inflight == 0,
+	      "batch-readonly-arg-efault",
+	      "errno %d (want EFAULT), %d events, posted %llu, inflight %u",
+	      ret, n, (unsigned long long)(s.writes_posted - s0.writes_posted),
+	      s.inflight);
+	munmap(cmd, 4096);
+}
+
 static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 {
 	struct target t;
@@ -1689,6 +1740,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	      (unsigned long long)s.writes_posted);
 
 	batch_bad_middle(&t, src, mr, &seq);
+	batch_readonly_arg(&t, src, mr);
 	clean_after("clean-first", &t, src, mr, &seq);
 	/* Not a key of any MR of the remote PD: another index. */
 	bad_write("bad-rkey", &t, src, mr, t.iova, t.rkey ^ 0xffffff00, &seq);

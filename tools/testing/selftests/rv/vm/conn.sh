@@ -15,6 +15,9 @@
 #                   torn down repeatedly), a CONN_CREATE/DESTROY storm
 #                   next to another job's connects, unreachable / no
 #                   listener, lifetime and unload, device removal
+#                   heartbeat cost: idle connections make no heartbeat
+#                   pass, connected ones no more than heartbeat_budget a
+#                   second
 #   conn.sh storm   2 nodes: idle connections own no CQ; the storm
 #
 # Nodes meet at barriers: files in the run's shared output directory.
@@ -618,6 +621,66 @@ device_removal() {
 	barrier rm-end || true
 }
 
+# hb_passes SECONDS: heartbeat passes (runs of rv_write_hb_work) on this
+# node in SECONDS, counted by the function tracer.
+hb_passes() {
+	local tr=/sys/kernel/tracing n
+	echo rv_write_hb_work >"$tr/set_ftrace_filter" || return 1
+	echo 0 >"$tr/tracing_on"
+	echo function >"$tr/current_tracer"
+	echo >"$tr/trace"
+	echo 1 >"$tr/tracing_on"
+	sleep "$1"
+	# Stopped, not switched off: changing the tracer empties the buffer.
+	echo 0 >"$tr/tracing_on"
+	n=$(grep -c 'rv_write_hb_work' "$tr/trace")
+	echo nop >"$tr/current_tracer"
+	echo 1 >"$tr/tracing_on"
+	echo >"$tr/set_ftrace_filter"
+	echo >"$tr/trace"
+	echo "$n"
+}
+
+# Eight jobs of this node, each with a connection to the peer at a 50 ms
+# heartbeat: never connected, they make no pass at all; connected, with
+# heartbeat_budget 40, the node's passes stay within 40 a second (160
+# per second without the budget).
+heartbeat_cost() {
+	local peer i n pids=() st=() budget=40 secs=3 bound
+	peer=$(rv_node_ip $((1 - me)))
+	barrier start-hb || true
+	for ((i = 0; i < 8; i++)); do
+		st+=("$work/hb-idle.$i")
+		$CT -k "hi$run$i" -H 50 -0 -s "${st[i]}" "$peer" 2>/dev/null &
+		pids+=($!)
+	done
+	rv_status_wait "${st[@]}"
+	n=$(hb_passes 2)
+	tap_diag "heartbeat passes in 2 s, 8 idle connections at 50 ms: $n (one per interval each: 320)"
+	tap_run hb-idle-no-pass test "${n:-1}" -eq 0
+	rv_stop_all "${pids[@]}"
+	pids=() st=()
+	barrier hb-idle-done || true
+	echo "$budget" >/sys/module/rv/parameters/heartbeat_budget
+	for ((i = 0; i < 8; i++)); do
+		st+=("$work/hb-conn.$i")
+		$CT -k "hc$run$i" -H 50 -t 60000 -s "${st[i]}" "$peer" 2>/dev/null &
+		pids+=($!)
+	done
+	rv_status_wait "${st[@]}"
+	tap_run hb-connected rv_status_ok "${st[@]}"
+	barrier hb-connected || true
+	n=$(hb_passes "$secs")
+	bound=$((budget * secs * 5 / 4 + 8))
+	tap_diag "heartbeat passes in $secs s, 8 connected connections at 50 ms, budget $budget/s: $n (bound $bound; 480 without the budget)"
+	tap_run hb-budget-bounds-passes test "${n:-999999}" -le "$bound"
+	tap_run hb-passes-go-on test "${n:-0}" -gt 0
+	barrier hb-measured || true
+	echo 10000 >/sys/module/rv/parameters/heartbeat_budget
+	rv_stop_all "${pids[@]}"
+	barrier hb-end || true
+}
+
 tap_begin
 tap_diag "node$me of $RV_NODES ($RV_NODE_IPS), mode $mode, run $run"
 if [[ ! -x $CT ]] || ! grep -qw '^rv' /proc/modules; then
@@ -649,6 +712,7 @@ pair)
 		tap_skip trace-conn-events "no tracefs"
 	fi
 	# After the trace check: its events would fill the trace buffer.
+	heartbeat_cost
 	idle_conns
 	storm
 	lifetime
