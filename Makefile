@@ -302,13 +302,24 @@ check-man:
 # the first build takes a while, later calls only print the cache directory.
 # Not part of "check": CI does not build it.  KERNEL=6.12 builds and tests
 # the 6.12 one (make check-debug KERNEL=6.12).
-DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/vm/build-debug-kernel.sh -k $(KERNEL)
+# DEBUG_SANITIZER=kcsan: the data-race detector instead of KASAN (its own
+# kernel, rv.ko and output directory), for the groups whose guests have two
+# vCPUs (make check-debug KERNEL=6.12 DEBUG_SANITIZER=kcsan
+# DEBUG_GROUPS="$(SMP_GROUPS)").
+DEBUG_SANITIZER ?= kasan
+SMP_GROUPS := $(shell awk '/^[a-z]/ && $$2 ~ /x[2-9]/ { print $$1 }' \
+	$(SELFTESTS)/vm/tests.list)
+DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/vm/build-debug-kernel.sh -k $(KERNEL) \
+	-s $(DEBUG_SANITIZER)
 # rv.ko for the debug kernel, built from a copy of the sources so that it
 # never mixes objects with the normal rv.ko built in place by "module".
 ifeq ($(KERNEL),$(DEFAULT_KERNEL))
 DEBUG_SUFFIX :=
 else
 DEBUG_SUFFIX := -$(KERNEL)
+endif
+ifeq ($(DEBUG_SANITIZER),kcsan)
+DEBUG_SUFFIX := $(DEBUG_SUFFIX)-kcsan
 endif
 DEBUG_RV_DIR := $(BUILD)/debug-rv$(DEBUG_SUFFIX)
 # The debug kernel under TCG is several times slower than Debian's: each

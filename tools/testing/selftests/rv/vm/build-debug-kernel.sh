@@ -3,11 +3,13 @@
 #
 # build-debug-kernel.sh - build (once) the rv debug kernel for the test VMs.
 #
-# Usage: build-debug-kernel.sh [-f] [-q] [-k SERIES]
+# Usage: build-debug-kernel.sh [-f] [-q] [-k SERIES] [-s SANITIZER]
 #
 #   -f   rebuild even when the cache already holds this kernel
 #   -q   only print the cache directory (build if needed, log to a file)
 #   -k   kernel series: 6.1 (default) or 6.12
+#   -s   kasan (default) or kcsan: KCSAN instead of KASAN (the two
+#        exclude each other), debug-kernel-kcsan.config on top
 #
 # Builds Linux SERIES from Debian's linux-source-SERIES tarball with
 # "make tinyconfig" + debug-kernel.config (next to this script): the few
@@ -43,7 +45,7 @@ jobs=${RV_DEBUG_KERNEL_JOBS:-2}
 recipe=1
 
 usage() {
-	sed -n '4,9s/^# \{0,1\}//p' "$0"
+	sed -n '4,11s/^# \{0,1\}//p' "$0"
 	exit "${1:-2}"
 }
 
@@ -52,12 +54,13 @@ die() {
 	exit 1
 }
 
-force=0 quiet=0
-while getopts "fqk:h" opt; do
+force=0 quiet=0 sanitizer=kasan
+while getopts "fqk:s:h" opt; do
 	case $opt in
 	f) force=1 ;;
 	q) quiet=1 ;;
 	k) series=$OPTARG ;;
+	s) sanitizer=$OPTARG ;;
 	h) usage 0 ;;
 	*) usage ;;
 	esac
@@ -66,6 +69,7 @@ shift $((OPTIND - 1))
 [[ $# -eq 0 ]] || usage
 
 [[ $series =~ ^[0-9]+\.[0-9]+$ ]] || die "bad series -k $series"
+[[ $sanitizer == kasan || $sanitizer == kcsan ]] || die "bad -s $sanitizer"
 tarball=${LINUX_SRC_TAR:-/usr/src/linux-source-$series.tar.xz}
 [[ -r $tarball ]] || die "no $tarball (apt-get install linux-source-$series)"
 [[ -r $fragment ]] || die "no $fragment"
@@ -80,6 +84,17 @@ patches=("$here"/debug-kernel-"$series"-*.patch)
 series_fragment=$here/debug-kernel-$series.config
 fragments=("$fragment")
 [[ -e $series_fragment ]] && fragments+=("$series_fragment")
+[[ $sanitizer == kcsan ]] && fragments+=("$here/debug-kernel-kcsan.config")
+
+# The fragments' lines; for KCSAN without the common fragment's KASAN
+# ones (the KCSAN fragment disables KASAN).
+fragment_text() {
+	if [[ $sanitizer == kcsan ]]; then
+		cat "${fragments[@]}" | grep -v '^CONFIG_KASAN'
+	else
+		cat "${fragments[@]}"
+	fi
+}
 [[ -e ${patches[0]} ]] || patches=()
 srcver=$(dpkg-query -W -f='${Version}' "linux-source-$series" 2>/dev/null || true)
 # 6.1's key predates -k and leaves the series out, so its cache stays valid.
@@ -88,7 +103,7 @@ key=$( {
 	[[ $series == 6.1 ]] || echo "series $series"
 	echo "source $srcver $(stat -c '%s %Y' "$tarball")"
 	gcc --version | head -n1
-	cat "${fragments[@]}"
+	fragment_text
 	[[ ${#patches[@]} -eq 0 ]] || cat "${patches[@]}"
 } | sha1sum | cut -c1-16)
 dir=$cache/$key
@@ -163,7 +178,7 @@ while IFS= read -r line; do
 		*) apply+=(--set-val "$sym" "$val") ;;
 		esac
 	fi
-done < <(cat "${fragments[@]}")
+done < <(fragment_text)
 "$src/scripts/config" --file "$src/.config" "${apply[@]}"
 # Twice: a symbol whose dependency only became visible in the first pass
 # (a choice, say) gets its fragment value in the second.
@@ -192,7 +207,7 @@ while IFS= read -r line; do
 	elif [[ $line =~ ^CONFIG_ ]]; then
 		grep -qxF -- "$line" "$src/.config" || missing+=("$line")
 	fi
-done < <(cat "${fragments[@]}")
+done < <(fragment_text)
 if [[ ${#missing[@]} -gt 0 ]]; then
 	printf '  %s\n' "${missing[@]}" >&2
 	die "the .config lacks ${#missing[@]} fragment line(s) above (unmet dependencies?); see $src/.config"
