@@ -1545,6 +1545,24 @@ static void key_chunk_bounds(struct target *t, uint8_t *src, int mr,
  * counters moved by 2).  rv chains the writes it posts together: the bad
  * one must cut the chain, not fail it.
  */
+/* @n 4 KiB writes from @src to @t, wr_ids from @wr_id; no immediate yet. */
+static void page_writes(struct rv_write *w, uint32_t n, const struct target *t,
+			const uint8_t *src, int mr, uint64_t wr_id)
+{
+	uint32_t i;
+
+	memset(w, 0, n * sizeof(*w));
+	for (i = 0; i < n; i++) {
+		w[i].conn_handle = C.conn[1];
+		w[i].mr_handle = mr;
+		w[i].local_addr = (uintptr_t)src;
+		w[i].length = 4096;
+		w[i].remote_addr = t->iova;
+		w[i].rkey = t->rkey;
+		w[i].wr_id = wr_id + i;
+	}
+}
+
 static void batch_bad_middle(struct target *t, uint8_t *src, int mr,
 			     uint32_t *seq)
 {
@@ -1556,18 +1574,10 @@ static void batch_bad_middle(struct target *t, uint8_t *src, int mr,
 	uint32_t i, ok = 0, stray = 0, tries = 0;
 	int ret, n, k;
 
-	memset(w, 0, sizeof(w));
-	for (i = 0; i < 5; i++) {
-		w[i].conn_handle = C.conn[1];
-		w[i].mr_handle = mr;
-		w[i].local_addr = (uintptr_t)src;
-		w[i].length = 4096;
-		w[i].remote_addr = t->iova;
-		w[i].rkey = t->rkey;
-		w[i].wr_id = 0xba7c000000ULL + i;
+	page_writes(w, 5, t, src, mr, 0xba7c000000ULL);
+	for (i = 0; i < 5; i++)
 		if (i != 2)
 			w[i].imm = err_imm(t->slot, KIND_CLEAN, (*seq)++);
-	}
 	w[2].mr_handle = 0x7fff;
 	rv_stats(C.rv, &s0);
 	do {
@@ -1627,18 +1637,10 @@ static void batch_readonly_arg(struct target *t, uint8_t *src, int mr)
 		      strerror(errno));
 		return;
 	}
-	memset(w, 0, sizeof(w));
-	for (i = 0; i < 2; i++) {
-		w[i].conn_handle = C.conn[1];
-		w[i].mr_handle = mr;
-		w[i].local_addr = (uintptr_t)src;
-		w[i].length = 4096;
-		w[i].remote_addr = t->iova;
-		w[i].rkey = t->rkey;
-		w[i].wr_id = 0x70ad000000ULL + i;
-		/* Not a clean write's number: the target must see none. */
+	page_writes(w, 2, t, src, mr, 0x70ad000000ULL);
+	/* Not a clean write's number: the target must see none. */
+	for (i = 0; i < 2; i++)
 		w[i].imm = err_imm(t->slot, KIND_CLEAN, 0xffff);
-	}
 	memset(cmd, 0, sizeof(*cmd));
 	cmd->size = sizeof(*cmd);
 	cmd->writes = (uintptr_t)w;
