@@ -553,8 +553,11 @@ struct rv_ring_header {
  *	sender's pages split it (see POST_WRITE)
  * @conn_id: the connection's node-wide id (CONN_CREATE's @conn_id)
  * @generation: SEND: the connection's generation when the write was
- *	posted (a write of an older generation than the current one may need
- *	sending again); RECV: this node's generation of the connection when
+ *	posted (a write of an older generation than the current one that
+ *	ended with an error may need sending again; an error does not say
+ *	that nothing arrived: the data and its RECV event may have, its
+ *	acknowledgment lost, so a receiver must tolerate a write twice);
+ *	RECV: this node's generation of the connection when
  *	the write arrived, informational only: the first writes after a
  *	(re)connect can arrive before this node has seen the connection
  *	established and carry the previous generation, so receivers must not

@@ -399,6 +399,12 @@ static void rv_conn_log_transition(const struct rv_conn *conn, u32 state,
 				    conn->job->id, conn->id, &conn->remote,
 				    reason);
 	else if (conn->state == RV_CONN_STATE_CONNECTED &&
+		 state == RV_CONN_STATE_CONNECTING &&
+		 reason == RV_CONN_REASON_DISCONNECTED)
+		/* Routine when the job's last process there closed. */
+		pr_info_ratelimited("job%u conn%u to %pISpc: the peer disconnected a QP (its processes left, or it replaced the QP), reconnecting\n",
+				    conn->job->id, conn->id, &conn->remote);
+	else if (conn->state == RV_CONN_STATE_CONNECTED &&
 		 state == RV_CONN_STATE_CONNECTING)
 		pr_info_ratelimited("job%u conn%u to %pISpc: lost a QP (reason %u), reconnecting\n",
 				    conn->job->id, conn->id, &conn->remote,
