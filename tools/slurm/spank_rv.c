@@ -3,7 +3,12 @@
  * spank_rv - a Slurm SPANK plugin that makes every Slurm job step an rv
  * "launcher job" (RV_IOCTL_LAUNCHER_JOB, <rdma/rv_user_ioctls.h>).
  *
- * plugstack.conf:   required /usr/local/lib/slurm/spank_rv.so
+ * plugstack.conf:   required /usr/local/lib/slurm/spank_rv.so [LIMIT=N...]
+ *
+ * LIMITs, each rv job of a step on a node (RV_IOCTL_LAUNCHER_JOB; EDQUOT
+ * beyond): max_procs=N processes attached, max_conns=N connections,
+ * max_pinned=N bytes pinned by registrations (suffix K, M or G: KiB, MiB,
+ * GiB); none by default.
  *
  * In slurmstepd (remote context), for every normal step (not the batch,
  * interactive or extern step):
@@ -103,16 +108,61 @@ static void make_key(char *key, uint32_t jobid, uint32_t stepid)
 	snprintf(key, RV_JOB_KEY_MAX + 1, "%s", buf);
 }
 
+/* plugstack.conf's limits for every binding. */
+static struct {
+	uint32_t max_procs, max_conns;
+	uint64_t max_pinned;
+} limits;
+
+/* "N", "NK", "NM" or "NG" (1024-based); 0 or -1. */
+static int parse_size(const char *s, uint64_t *v)
+{
+	unsigned int shift = 0;
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || *v > (UINT64_MAX >> shift))
+		return -1;
+	*v <<= shift;
+	return 0;
+}
+
 static int check_args(int ac, char **av)
 {
+	uint64_t v;
 	int i;
 
 	for (i = 0; i < ac; i++) {
-		slurm_error(PFX "unknown argument \"%s\" in plugstack.conf (spank_rv takes none)",
-			    av[i]);
-		return -1;
+		const char *eq = strchr(av[i], '=');
+		size_t len = eq ? (size_t)(eq - av[i]) : strlen(av[i]);
+
+		if (!eq || parse_size(eq + 1, &v))
+			goto bad;
+		if (len == 9 && !strncmp(av[i], "max_procs", len) &&
+		    v <= UINT32_MAX)
+			limits.max_procs = v;
+		else if (len == 9 && !strncmp(av[i], "max_conns", len) &&
+			 v <= UINT32_MAX)
+			limits.max_conns = v;
+		else if (len == 10 && !strncmp(av[i], "max_pinned", len))
+			limits.max_pinned = v;
+		else
+			goto bad;
 	}
 	return 0;
+bad:
+	slurm_error(PFX "bad argument \"%s\" in plugstack.conf (max_procs=N, max_conns=N, max_pinned=N[KMG])",
+		    av[i]);
+	return -1;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -269,6 +319,9 @@ static int launcher_job(int fd, uint32_t flags, uint64_t id, uid_t uid,
 	lj.cgroup_fd = cgfd;
 	lj.job_key_len = strlen(key);
 	memcpy(lj.job_key, key, lj.job_key_len);
+	lj.max_procs = limits.max_procs;
+	lj.max_conns = limits.max_conns;
+	lj.max_pinned_bytes = limits.max_pinned;
 	return ioctl(fd, RV_IOCTL_LAUNCHER_JOB, &lj);
 }
 

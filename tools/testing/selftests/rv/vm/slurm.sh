@@ -167,8 +167,11 @@ mount --bind "$S/hosts" /etc/hosts || fatal slurm-setup "bind mount /etc/hosts"
 mount --bind "$S/etc" /etc/slurm || fatal slurm-setup "bind mount /etc/slurm"
 
 # The SPANK plugin, required: slurmd, slurmstepd, srun and sbatch load it.
+# Its limits are the steps' needs exactly (PPN processes per node, a
+# connection per other node): a limit one too strict fails the MPI steps.
 if [[ -f $SPANK ]]; then
-	echo "required $SPANK" >"$S/etc/plugstack.conf"
+	echo "required $SPANK max_procs=$PPN max_conns=$((RV_NODES - 1)) max_pinned=1G" \
+		>"$S/etc/plugstack.conf"
 	tap_ok slurm-spank-built
 else
 	: >"$S/etc/plugstack.conf"
