@@ -299,7 +299,11 @@ static int rv_attach_check(struct rv_attach *cmd)
 	return 0;
 }
 
-/* Port and GID index must exist; caller holds a device reference. */
+/*
+ * The device must be the caller's to use, the port RoCE, the GID index
+ * valid; caller holds a device reference.  In the device's read section:
+ * removal clears dev->ibdev.
+ */
 static int rv_attach_check_port(struct rv_device *dev,
 				const struct rv_attach *cmd)
 {
@@ -309,6 +313,14 @@ static int rv_attach_check_port(struct rv_device *dev,
 	idx = rv_device_enter(dev, true);
 	if (idx < 0) {
 		ret = idx;
+		goto out_unlock;
+	}
+	/*
+	 * In exclusive netns mode a device belongs to one namespace; to any
+	 * other it must look absent, as it does to their verbs and netlink.
+	 */
+	if (!rdma_dev_access_netns(dev->ibdev, current->nsproxy->net_ns)) {
+		ret = -ENODEV;
 		goto out_unlock;
 	}
 	if (!rdma_is_port_valid(dev->ibdev, cmd->port_num)) {
@@ -359,14 +371,6 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	if (!dev) {
 		ret = -ENODEV;
 		goto out_unlock;
-	}
-	/*
-	 * In exclusive netns mode a device belongs to one namespace; to any
-	 * other it must look absent, as it does to their verbs and netlink.
-	 */
-	if (!rdma_dev_access_netns(dev->ibdev, current->nsproxy->net_ns)) {
-		ret = -ENODEV;
-		goto out_put_dev;
 	}
 	ret = rv_attach_check_port(dev, cmd);
 	if (ret)
