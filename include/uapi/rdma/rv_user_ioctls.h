@@ -1263,7 +1263,8 @@ struct rv_dump_proc {
  *
  * Errors: EPERM (no CAP_SYS_ADMIN in the initial user namespace), EINVAL
  * (flags, @launcher_id 0, key length, @rsvd, a uid not mapped), EBADF
- * (@cgroup_fd is not an open file of a cgroup v2 directory), EEXIST (a
+ * (@cgroup_fd is not an open file of a cgroup v2 directory), EOPNOTSUPP
+ * (create on a kernel built without cgroups), EEXIST (a
  * binding of this uid and key, or of this @launcher_id, exists), ENOENT
  * (destroy: no such binding), ENOMEM, ENOSPC (the node holds 65536
  * bindings).

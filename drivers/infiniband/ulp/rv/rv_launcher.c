@@ -44,6 +44,43 @@ struct rv_launcher_binding {
 	struct rv_job_limits limits;
 };
 
+#ifdef CONFIG_CGROUPS
+static struct cgroup *rv_launcher_cgroup_get(int fd)
+{
+	return cgroup_get_from_fd(fd);
+}
+
+static void rv_launcher_cgroup_put(struct cgroup *cgrp)
+{
+	cgroup_put(cgrp);
+}
+
+static bool rv_launcher_in_cgroup(struct cgroup *cgrp)
+{
+	bool in;
+
+	rcu_read_lock();
+	in = task_under_cgroup_hierarchy(current, cgrp);
+	rcu_read_unlock();
+	return in;
+}
+#else
+/* A kernel without cgroups has no job to bind: create is EOPNOTSUPP. */
+static struct cgroup *rv_launcher_cgroup_get(int fd)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static void rv_launcher_cgroup_put(struct cgroup *cgrp)
+{
+}
+
+static bool rv_launcher_in_cgroup(struct cgroup *cgrp)
+{
+	return false;
+}
+#endif
+
 /*
  * Protects rv_launcher_bindings and rv_launcher_count.  A leaf: ATTACH
  * takes it under rv_file.lock, before the device's read section.
@@ -93,10 +130,8 @@ int rv_launcher_attach_check(struct rv_job_params *params)
 	params->launcher_id = b ? b->id : 0;
 	if (b) {
 		params->limits = b->limits;
-		rcu_read_lock();
-		if (!task_under_cgroup_hierarchy(current, b->cgrp))
+		if (!rv_launcher_in_cgroup(b->cgrp))
 			ret = -EPERM;
-		rcu_read_unlock();
 	} else if (READ_ONCE(rv_launcher_only)) {
 		ret = -EPERM;
 	}
@@ -148,7 +183,7 @@ static void rv_launcher_end_jobs(struct rv_device *dev, u64 id)
 
 static void rv_launcher_free(struct rv_launcher_binding *b)
 {
-	cgroup_put(b->cgrp);
+	rv_launcher_cgroup_put(b->cgrp);
 	kfree(b);
 }
 
@@ -172,12 +207,12 @@ static int rv_launcher_create(const struct rv_launcher_job *cmd, kuid_t uid)
 	struct cgroup *cgrp;
 	int ret;
 
-	cgrp = cgroup_get_from_fd(cmd->cgroup_fd);
+	cgrp = rv_launcher_cgroup_get(cmd->cgroup_fd);
 	if (IS_ERR(cgrp))
 		return PTR_ERR(cgrp);
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
 	if (!b) {
-		cgroup_put(cgrp);
+		rv_launcher_cgroup_put(cgrp);
 		return -ENOMEM;
 	}
 	b->id = cmd->launcher_id;
