@@ -79,7 +79,9 @@ peers_except_me() {
 # ---- scale ------------------------------------------------------------------
 
 scale_one() {
-	local C=$1 P=$2 key="s$run$C-$P" tag="n$C-p$P" i c cq pids=() st=()
+	# Two statements: a declaration's words are expanded before it runs.
+	local C=$1 P=$2
+	local key="s$run$C-$P" tag="n$C-p$P" i c cq pids=() st=()
 	local peers want=$((C * (RV_NODES - 1)))
 	peers=$(peers_except_me)
 	barrier "start-$tag" || true
