@@ -135,6 +135,18 @@ struct rv_device {
 };
 
 /**
+ * struct rv_job_limits - what a launcher allows one rv job of its job
+ * @max_procs: files attached at once, 0 for no limit
+ * @max_conns: connections, 0 for no limit
+ * @max_pinned_pages: pages the files' registrations pin, 0 for no limit
+ */
+struct rv_job_limits {
+	u32 max_procs;
+	u32 max_conns;
+	u64 max_pinned_pages;
+};
+
+/**
  * struct rv_job_params - what identifies a job and must match across it
  * @uid: owner; only files of this uid join the job
  * @charge_uid: whom the per-uid caps charge for the job and its
@@ -142,6 +154,7 @@ struct rv_device {
  *	(rv_uid_accountable())
  * @launcher_id: the launcher job it belongs to (rv_launcher.c), 0 for
  *	none; a process of another (or none) cannot join it
+ * @limits: its launcher's limits (RV_IOCTL_LAUNCHER_JOB), zero without one
  * @port_num: device port, from 1
  * @key_len: bytes used in @key
  * @key: job key from user space, zero past @key_len
@@ -154,18 +167,6 @@ struct rv_device {
  *	holds a reference (rv_job_create()), its connections' cm_ids live
  *	there and only requests arriving there reach them
  */
-/**
- * struct rv_job_limits - what a launcher allows one rv job of its job
- * @max_procs: files attached at once, 0 for no limit
- * @max_conns: connections, 0 for no limit
- * @max_pinned_pages: pages the files' registrations pin, 0 for no limit
- */
-struct rv_job_limits {
-	u32 max_procs;
-	u32 max_conns;
-	u64 max_pinned_pages;
-};
-
 struct rv_job_params {
 	struct net *net;
 	kuid_t uid;

@@ -205,6 +205,9 @@ static_assert(sizeof(struct rv_stats) == 80);
 static_assert(offsetof(struct rv_stats, inflight) == 72);
 static_assert(sizeof(struct rv_dump) == 40);
 static_assert(sizeof(struct rv_dump_job) == 128);
+/* The limits were appended at 48. */
+static_assert(sizeof(struct rv_launcher_job) == 64);
+static_assert(offsetof(struct rv_launcher_job, max_procs) == 48);
 static_assert(sizeof(struct rv_dump_qp) == 16);
 static_assert(sizeof(struct rv_dump_device) == 80);
 static_assert(sizeof(struct rv_dump_conn) == 416);

@@ -391,6 +391,19 @@ static unsigned long rv_write_hb_period(const struct rv_conn *conn)
 	return msecs_to_jiffies(min_t(u64, ms, RV_MAX_HEARTBEAT_MS));
 }
 
+/* Count @conn in rv_hb_armed or not; caller holds @conn->lock. */
+static void rv_write_hb_count(struct rv_conn *conn, bool armed)
+{
+	lockdep_assert_held(&conn->lock);
+	if (conn->hb_armed == armed)
+		return;
+	conn->hb_armed = armed;
+	if (armed)
+		atomic_inc(&rv_hb_armed);
+	else
+		atomic_dec(&rv_hb_armed);
+}
+
 /*
  * Queue @conn's heartbeat pass, if its job has heartbeats and it is not
  * queued yet: called when a QP is connected, so an idle or unconnected
@@ -402,8 +415,7 @@ void rv_write_hb_arm(struct rv_conn *conn)
 	if (conn->hb_armed || conn->dead ||
 	    conn->job->params.heartbeat_ms == RV_HEARTBEAT_OFF)
 		return;
-	conn->hb_armed = true;
-	atomic_inc(&rv_hb_armed);
+	rv_write_hb_count(conn, true);
 	queue_delayed_work(rv_cm_wq, &conn->hb_work, rv_write_hb_period(conn));
 }
 
@@ -411,10 +423,7 @@ void rv_write_hb_arm(struct rv_conn *conn)
 void rv_write_hb_disarm(struct rv_conn *conn)
 {
 	mutex_lock(&conn->lock);
-	if (conn->hb_armed) {
-		conn->hb_armed = false;
-		atomic_dec(&rv_hb_armed);
-	}
+	rv_write_hb_count(conn, false);
 	mutex_unlock(&conn->lock);
 }
 
@@ -472,18 +481,11 @@ static void rv_write_hb_work(struct work_struct *work)
 				   jiffies_to_msecs(jiffies -
 						    READ_ONCE(qp->last_activity)));
 	}
-	if (any_connected) {
-		/* A probe may have queued the pass while it was disarmed. */
-		if (!conn->hb_armed) {
-			conn->hb_armed = true;
-			atomic_inc(&rv_hb_armed);
-		}
+	/* A probe may have queued the pass while it was disarmed. */
+	rv_write_hb_count(conn, any_connected);
+	if (any_connected)
 		queue_delayed_work(rv_cm_wq, &conn->hb_work,
 				   rv_write_hb_period(conn));
-	} else if (conn->hb_armed) {
-		conn->hb_armed = false;
-		atomic_dec(&rv_hb_armed);
-	}
 out_unlock:
 	mutex_unlock(&conn->lock);
 }
