@@ -66,7 +66,7 @@ DEBIAN_PACKAGES := \
 	libelf-dev sparse linux-image-amd64 linux-headers-amd64 \
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
 	linux-source-6.1 linux-source-6.12 dkms \
-	qemu-system-x86 busybox-static cpio iproute2 \
+	busybox-static cpio iproute2 \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
 	man-db util-linux gnuplot-nox \
@@ -90,10 +90,24 @@ setup: packages
 	$(MAKE) all
 	$(MAKE) fabtests
 
+# QEMU comes from bookworm-backports (10.0): bookworm's 7.2 corrupts a
+# 6.12 guest's RFLAGS under TCG now and then (README, "Test-bed faults").
+# The source is added for that one package: backports are never picked
+# unless asked for (-t).
+BACKPORTS_LIST := /etc/apt/sources.list.d/rv-bookworm-backports.sources
+BACKPORTS_PACKAGES := qemu-system-x86
+
 packages:
+	test -e $(BACKPORTS_LIST) || printf '%s\n' 'Types: deb' \
+		'URIs: http://deb.debian.org/debian' \
+		'Suites: bookworm-backports' 'Components: main' \
+		'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' \
+		>$(BACKPORTS_LIST)
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
 		$(DEBIAN_PACKAGES)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		-t bookworm-backports $(BACKPORTS_PACKAGES)
 
 $(CHECKPATCH) $(KSFT_DIR)/kselftest_harness.h: $(LINUX_SRC_TAR)
 	mkdir -p $(BUILD)
@@ -177,9 +191,11 @@ endif
 # A plain "make check" (the default kernel, no GROUPS) then runs
 # SECOND_GROUPS on SECOND_KERNEL, the other supported LTS kernel, whose
 # image and headers make setup installs: CI exercises both.  Their results
-# are named "6.12/<group>/..."; the last line sums both runs.
+# are named "6.12/<group>/..."; the last line sums both runs.  The
+# subset is what touches the kernel differently: the provider (fabric,
+# fabtests) only adds user space over the same uAPI, which demo covers.
 SECOND_KERNEL := 6.12
-SECOND_GROUPS := uapi mr ring conn-pair write-pair fuzz fabric demo forge
+SECOND_GROUPS := uapi mr ring conn-pair write-pair fuzz demo forge
 ifeq ($(KERNEL)$(GROUPS),$(DEFAULT_KERNEL))
 SECOND_KVER := $(call kver,$(SECOND_KERNEL))
 endif

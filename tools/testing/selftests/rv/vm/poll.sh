@@ -6,7 +6,7 @@
 #
 #   poll.sh [EVENTS]   a thread on each node sleeps in poll() whenever its
 #                      ring is empty; no wakeup may be missed, every event
-#                      arrives once (default 1000000, $RV_POLL_EVENTS);
+#                      arrives once (default 500000, $RV_POLL_EVENTS);
 #                      then EVENTS / 5 more with the consumers taking one
 #                      event per read ("one-" checks): each consumer
 #                      goes back to poll() after every event, racing
@@ -62,7 +62,7 @@ if [[ ${1:-} == teardown ]]; then
 	exit
 fi
 
-events=${1:-${RV_POLL_EVENTS:-1000000}}
+events=${1:-${RV_POLL_EVENTS:-500000}}
 
 # One rv_poll_test pair: $1 the checks' prefix, $2 events, the rest its
 # options.  Both nodes start a pass together (a barrier): a pass's job
