@@ -91,7 +91,7 @@ setup: packages
 	$(MAKE) fabtests
 
 # QEMU comes from bookworm-backports (10.0): bookworm's 7.2 corrupts a
-# 6.12 guest's RFLAGS under TCG now and then (README, "Test-bed faults").
+# 6.12 guest's RFLAGS under TCG now and then (README, "Supported kernels").
 # The source is added for that one package: backports are never picked
 # unless asked for (-t).
 BACKPORTS_LIST := /etc/apt/sources.list.d/rv-bookworm-backports.sources
@@ -374,6 +374,7 @@ debug-module: debug-kernel
 	mkdir -p $(DEBUG_RV_DIR); \
 	cp -p $(RV_SRCS) $(DEBUG_RV_DIR)/; \
 	$(MAKE) -C $$dk/linux M=$(DEBUG_RV_DIR) CONFIG_INFINIBAND_RV=m \
+		CONFIG_INFINIBAND_RV_DEBUG_WINDOWS=y \
 		KCFLAGS=-I$(CURDIR)/include/uapi modules
 
 # Every group on the debug kernel; each VM ends its run with a kmemleak scan

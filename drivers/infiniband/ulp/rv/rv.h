@@ -439,6 +439,12 @@ extern unsigned int rv_quiesce_ms;	/* rv_write.c */
 #define RV_QUIESCE_MAX_MS	600000
 
 /* rv_device.c */
+#if IS_ENABLED(CONFIG_INFINIBAND_RV_DEBUG_WINDOWS)
+void rv_debug_window(void);
+#else
+static inline void rv_debug_window(void) { }
+#endif
+
 int rv_device_init(void);
 void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);

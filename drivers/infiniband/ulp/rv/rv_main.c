@@ -6,6 +6,7 @@
 #include "rv_auth.h"
 #include "rv_conn.h"
 
+#include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/miscdevice.h>
@@ -60,6 +61,26 @@ MODULE_PARM_DESC(heartbeat_ms, "Idle time before a QP sends a heartbeat, when AT
 unsigned int rv_heartbeat_budget = 10000;
 module_param_named(heartbeat_budget, rv_heartbeat_budget, uint, 0644);
 MODULE_PARM_DESC(heartbeat_budget, "Heartbeat passes per second on the node; intervals stretch beyond it (0 = no budget, default 10000)");
+
+#if IS_ENABLED(CONFIG_INFINIBAND_RV_DEBUG_WINDOWS)
+/*
+ * Testing only: rv_debug_window() sleeps this long where a call has left
+ * the device's read section and a removal may run before its next step,
+ * so that a test can land the removal there (tools/testing/selftests/rv,
+ * the storm group).  Capped at a second per window.
+ */
+static unsigned int rv_debug_window_ms;
+module_param_named(debug_window_ms, rv_debug_window_ms, uint, 0644);
+MODULE_PARM_DESC(debug_window_ms, "Testing only: sleep this long in known race windows (0: off, at most 1000)");
+
+void rv_debug_window(void)
+{
+	unsigned int ms = READ_ONCE(rv_debug_window_ms);
+
+	if (ms)
+		msleep(min(ms, 1000U));
+}
+#endif
 
 /*
  * Pages one fast-registration MR may map, below the device's own limit:

@@ -1179,6 +1179,8 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	rv_mr_unmap_list(&victims);
 	rv_device_leave(dev, idx);
 	rv_mr_release_list(cache, &victims);
+	/* Outside the section: a removal may clear dev->ibdev from here. */
+	rv_debug_window();
 	if (ret)
 		goto out_count;
 

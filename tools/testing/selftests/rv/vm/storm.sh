@@ -8,7 +8,10 @@
 # must end with ENODEV and the removal within RM_BOUND seconds; the link
 # comes back for the next round; at the end rv must unload.  A removal
 # that pulls the device out from under a registration shows as an oops,
-# which fails the group (run_tests.sh scans the kernel log).
+# which fails the group (run_tests.sh scans the kernel log).  On an rv
+# built with CONFIG_INFINIBAND_RV_DEBUG_WINDOWS (make debug-module) each
+# registration also sleeps 100 ms right after leaving the section
+# (debug_window_ms), so the removal lands there nearly every round.
 
 set -uo pipefail
 # shellcheck source=tap.sh
@@ -24,6 +27,11 @@ gone() {
 }
 
 netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+window=/sys/module/rv/parameters/debug_window_ms
+if [[ -w $window ]]; then
+	echo 100 >"$window"
+	tap_diag "debug_window_ms 100: each registration waits after its section"
+fi
 for ((r = 1; r <= ROUNDS; r++)); do
 	out=$RV_OUT/storm.$r
 	"$ST" -t 2 -m 32 -s "$(rv_secs 60)" >"$out" 2>&1 &
