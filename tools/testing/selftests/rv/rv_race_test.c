@@ -64,25 +64,9 @@ static const char *const action_name[ACT_NR] = {
 };
 
 static const char *key, *dir;
-static int node = -1, fails;
+static int node = -1;
 static unsigned int rounds = 16, target_secs = 600;
 static struct sockaddr_in peer = { .sin_family = AF_INET };
-
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-	char why[512];
-	va_list ap;
-
-	if (ok) {
-		rv_out("check PASS %s", name);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	rv_out("check FAIL %s: %s", name, why);
-	fails++;
-}
 
 static void path_of(char *p, size_t n, const char *name)
 {
@@ -160,13 +144,13 @@ static int target(void)
 	ret = join(&rv, &handle);
 	if (ret == -ENODEV)
 		return 4;
-	check(!ret, "target-connected", "%s", strerror(-ret));
+	rv_check(!ret, "target-connected", "%s", strerror(-ret));
 	if (ret || !seen)
 		return 1;
 	buf = rv_map_aligned(DST_BYTES, 2 << 20);
 	ret = buf ? rv_reg_mem(rv, buf, DST_BYTES, RV_ACCESS_REMOTE_WRITE,
 			       &r) : -ENOMEM;
-	check(ret > 0, "target-registered", "%s", strerror(-ret));
+	rv_check(ret > 0, "target-registered", "%s", strerror(-ret));
 	if (ret <= 0)
 		return 1;
 	snprintf(text, sizeof(text), "%llu %u %d\n",
@@ -198,15 +182,15 @@ static int target(void)
 	rv_out("race target: %llu RECV events, %llu twice, %llu other",
 	       (unsigned long long)recvs, (unsigned long long)dups,
 	       (unsigned long long)bad);
-	check(exists("done"), "target-racer-done", "no DIR/done within %u s",
+	rv_check(exists("done"), "target-racer-done", "no DIR/done within %u s",
 	      target_secs);
-	check(recvs > 0, "target-received", "no RECV event");
-	check(!dups, "target-each-write-once", "%llu immediates twice",
+	rv_check(recvs > 0, "target-received", "no RECV event");
+	rv_check(!dups, "target-each-write-once", "%llu immediates twice",
 	      (unsigned long long)dups);
-	check(!bad, "target-no-other-event", "%llu other events",
+	rv_check(!bad, "target-no-other-event", "%llu other events",
 	      (unsigned long long)bad);
 	rv_close(rv);
-	return fails ? 1 : 0;
+	return rv_check_fails ? 1 : 0;
 }
 
 /* ---- racer -------------------------------------------------------------- */
@@ -330,7 +314,7 @@ static void one_round(unsigned int i, uint64_t iova, uint32_t rkey,
 	snprintf(name, sizeof(name), "r%u-%s", i, action_name[a]);
 	ret = join(&r.rv, &r.handle);
 	if (ret) {
-		check(false, name, "join: %s", strerror(-ret));
+		rv_check(false, name, "join: %s", strerror(-ret));
 		return;
 	}
 	r.imm_base = rv_imm(rv_slot_bits(r.rv), tslot,
@@ -340,7 +324,7 @@ static void one_round(unsigned int i, uint64_t iova, uint32_t rkey,
 	r.mr = r.src == MAP_FAILED ? -ENOMEM :
 	       rv_reg_mem(r.rv, r.src, SRC_BYTES, 0, NULL);
 	if (r.mr <= 0) {
-		check(false, name, "source: %s", strerror(-r.mr));
+		rv_check(false, name, "source: %s", strerror(-r.mr));
 		rv_close(r.rv);
 		return;
 	}
@@ -391,13 +375,13 @@ static void one_round(unsigned int i, uint64_t iova, uint32_t rkey,
 	       (unsigned long long)r.eagain,
 	       r.last_err ? strerrorname_np(r.last_err) : "none");
 	if (a == ACT_CLOSE) {
-		check(!r.last_err || expected_err(a, r.last_err), name,
+		rv_check(!r.last_err || expected_err(a, r.last_err), name,
 		      "a post failed with %s", strerrorname_np(r.last_err));
 	} else {
 		struct rv_stats s;
 
 		ret = rv_stats(r.rv, &s);
-		check((!r.last_err || expected_err(a, r.last_err)) &&
+		rv_check((!r.last_err || expected_err(a, r.last_err)) &&
 		      atomic_load(&r.ended) == atomic_load(&r.posted) &&
 		      !r.bad_events && !ret && s.inflight == 0, name,
 		      "stopped by %s, %llu posted, %llu SEND events, %llu stray, inflight %u",
@@ -425,7 +409,7 @@ static int racer(void)
 	ret = join(&anchor, &handle);
 	if (ret == -ENODEV)
 		return 4;
-	check(!ret, "racer-connected", "%s", strerror(-ret));
+	rv_check(!ret, "racer-connected", "%s", strerror(-ret));
 	if (ret)
 		return 1;
 	path_of(p, sizeof(p), "target");
@@ -433,7 +417,7 @@ static int racer(void)
 	while (!(f = fopen(p, "r")) && rv_now_ms() < until)
 		usleep(100000);
 	if (!f || fscanf(f, "%llu %u %u", &iova, &rkey, &tslot) != 3) {
-		check(false, "racer-target-known", "no %s", p);
+		rv_check(false, "racer-target-known", "no %s", p);
 		publish("done", "1\n");
 		return 1;
 	}
@@ -442,7 +426,7 @@ static int racer(void)
 		one_round(i, iova, rkey, tslot);
 	publish("done", "1\n");
 	rv_close(anchor);
-	return fails ? 1 : 0;
+	return rv_check_fails ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -51,42 +51,26 @@ struct stormer {
 
 static unsigned int nthreads = 2, mib = 32, seconds = 120;
 static atomic_bool stop;
-static int fails;
 
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-	char why[256];
-	va_list ap;
-
-	if (ok) {
-		rv_out("check PASS %s", name);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	rv_out("check FAIL %s: %s", name, why);
-	fails++;
-}
-
-static int attach(struct stormer *s, unsigned int cache_mib)
+/* Returns 0, or the exit status to leave with (4: no device). */
+static int attach(struct stormer *s)
 {
 	struct rv_attach a;
 	int idx, gid, ret;
 
-	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
-	if (idx < 0 || gid < 0)
-		return -ENODEV;
-	ret = rv_open(&s->rv, 0);
+	ret = rv_test_open(&s->rv, &idx, &gid);
 	if (ret)
 		return ret;
 	rv_attach_init(&a, idx, strlen("storm"));
 	memcpy(a.job_key, "storm", strlen("storm"));
 	a.gid_index = gid;
-	a.mr_cache_bytes = (uint64_t)cache_mib << 20;
+	a.mr_cache_bytes = (uint64_t)mib << 20;
 	ret = rv_attach(s->rv, &a);
-	return ret < 0 ? ret : 0;
+	if (ret < 0) {
+		rv_out("attach: %s", strerror(-ret));
+		return ret == -ENODEV ? 4 : 1;
+	}
+	return 0;
 }
 
 static int reg_drop(struct stormer *s, char *buf)
@@ -156,11 +140,9 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < nthreads; i++) {
 		st[i].id = i;
-		ret = attach(&st[i], mib);
-		if (ret) {
-			rv_out("attach: %s", strerror(-ret));
-			return ret == -ENODEV || ret == -ENOENT ? 4 : 1;
-		}
+		ret = attach(&st[i]);
+		if (ret)
+			return ret;
 		for (b = 0; b < 2; b++) {
 			st[i].buf[b] = mmap(NULL, len, PROT_READ | PROT_WRITE,
 					    MAP_PRIVATE | MAP_ANONYMOUS |
@@ -196,14 +178,14 @@ int main(int argc, char **argv)
 
 		/* Each registration a miss that evicts the other buffer's. */
 		snprintf(name, sizeof(name), "thread%u-evicting", i);
-		check(atomic_load(&st[i].regs) >= 4 && !st[i].early_ret &&
+		rv_check(atomic_load(&st[i].regs) >= 4 && !st[i].early_ret &&
 		      st[i].early.misses == 4 && st[i].early.evict_pressure == 3,
 		      name, "after %u registrations: %s, %llu misses, %llu evicted",
 		      atomic_load(&st[i].regs), strerror(-st[i].early_ret),
 		      (unsigned long long)st[i].early.misses,
 		      (unsigned long long)st[i].early.evict_pressure);
 		snprintf(name, sizeof(name), "thread%u-enodev", i);
-		check(st[i].end == -ENODEV && st[i].again == -ENODEV, name,
+		rv_check(st[i].end == -ENODEV && st[i].again == -ENODEV, name,
 		      "%u registrations of %u MiB, then %s, then %s",
 		      atomic_load(&st[i].regs), mib,
 		      st[i].end ? strerror(-st[i].end) : "no removal",
@@ -212,5 +194,5 @@ int main(int argc, char **argv)
 		       i, atomic_load(&st[i].regs), mib);
 		rv_close(st[i].rv);
 	}
-	return fails ? 1 : 0;
+	return rv_check_fails ? 1 : 0;
 }

@@ -310,4 +310,28 @@ rv_out(const char *fmt, ...)
 		_exit(1);
 }
 
+/* Failed rv_check()s of this program. */
+static int rv_check_fails __attribute__((unused));
+
+/*
+ * One "check PASS|FAIL name[: why]" line, which vm/tap.sh's tap_checks
+ * turns into a TAP result.
+ */
+static inline void __attribute__((format(printf, 3, 4)))
+rv_check(bool ok, const char *name, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	if (ok) {
+		rv_out("check PASS %s", name);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	rv_out("check FAIL %s: %s", name, why);
+	rv_check_fails++;
+}
+
 #endif /* RV_TEST_UTIL_H */

@@ -172,6 +172,24 @@ rv_gone() {
 	! kill -0 "$1" 2>/dev/null
 }
 
+# rv_link_delete SECONDS: "rdma link delete $RV_IBDEV" in the background
+# (a removal waiting on calls in the kernel cannot be killed: the test
+# only watches it), at most SECONDS (scaled).  Sets rv_rm_pid, rv_rm_rc
+# (its status, or "timeout") and rv_rm_ms (how long it was watched).
+rv_link_delete() {
+	local t0
+	t0=$(date +%s%N)
+	rdma link delete "$RV_IBDEV" &
+	rv_rm_pid=$!
+	if rv_wait_until "$1" rv_gone "$rv_rm_pid"; then
+		wait "$rv_rm_pid"
+		rv_rm_rc=$?
+	else
+		rv_rm_rc=timeout
+	fi
+	rv_rm_ms=$((($(date +%s%N) - t0) / 1000000))
+}
+
 # rv_hold_start NAME CMD...: CMD (an rv_hold) in the background, holding
 # what it made until rv_hold_stop NAME closes its stdin.  Fails unless
 # it says "ready" within 120 s.

@@ -44,22 +44,9 @@ tap_run probe-while-blocked timeout "$(rv_secs 10)" "$UT" probe
 later=$!
 rv_wait_until 30 grep -q '^attached' "$RV_OUT/later.out" || true
 
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
 netdev=$(rdma link show "$RV_IBDEV/1" | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
-t0=$(date +%s%N)
-# In the background: a removal waiting on the blocked calls cannot be
-# killed, so the test only watches it.
-rdma link delete "$RV_IBDEV" &
-rm_pid=$!
-if rv_wait_until "$RM_BOUND" gone "$rm_pid"; then
-	wait "$rm_pid"
-	rc=$?
-else
-	rc=timeout
-fi
-ms=$((($(date +%s%N) - t0) / 1000000))
+rv_link_delete "$RM_BOUND"
+rm_pid=$rv_rm_pid rc=$rv_rm_rc ms=$rv_rm_ms
 tap_diag "rdma link delete: status $rc after $ms ms with REG_MEM and POST_WRITES blocked on a userfaultfd"
 if [[ $rc == 0 ]]; then
 	tap_ok link-delete-bounded
@@ -74,7 +61,7 @@ fi
 
 # The attached process's calls now fail with ENODEV, at once.
 kill -USR1 "$later"
-if rv_wait_until 10 gone "$later"; then
+if rv_wait_until 10 rv_gone "$later"; then
 	wait "$later"
 	rc=$?
 	if ((rc == 0)) && grep -q '^probe ENODEV' "$RV_OUT/later.out"; then
@@ -88,7 +75,7 @@ else
 fi
 
 kill -USR1 "$holder"
-if rv_wait_until 20 gone "$holder"; then
+if rv_wait_until 20 rv_gone "$holder"; then
 	wait "$holder"
 	tap_run holder-released test $? -eq 0
 else
@@ -97,7 +84,7 @@ else
 fi
 sed 's/^/# /' "$RV_OUT/hold.out"
 # The removal, if it was still waiting, can end now.
-rv_wait_until 60 gone "$rm_pid" || tap_diag "rdma link delete still running"
+rv_wait_until 60 rv_gone "$rm_pid" || tap_diag "rdma link delete still running"
 
 tap_run rmmod timeout 60 rmmod rv
 tap_run link-add rdma link add "$RV_IBDEV" type rxe netdev "${netdev:-eth0}"
