@@ -361,7 +361,7 @@ static void one_round(unsigned int i, uint64_t iova, uint32_t rkey,
 
 	if (a != ACT_CLOSE) {
 		/* Every write posted ends in one SEND event, bounded. */
-		until = rv_now_ms() + 30000;
+		until = rv_now_ms() + rv_scaled_ms(30000);
 		while (atomic_load(&r.ended) < atomic_load(&r.posted) &&
 		       rv_now_ms() < until)
 			usleep(10000);

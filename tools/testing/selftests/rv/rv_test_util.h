@@ -310,6 +310,19 @@ rv_out(const char *fmt, ...)
 		_exit(1);
 }
 
+/*
+ * @ms scaled by $RV_TIME_SCALE (rv-vm --time-scale: 3 on the debug
+ * kernels, whose guests run several times slower), for a program's own
+ * bounded waits.
+ */
+static inline uint64_t rv_scaled_ms(uint64_t ms)
+{
+	const char *s = getenv("RV_TIME_SCALE");
+	unsigned long k = s ? strtoul(s, NULL, 10) : 1;
+
+	return ms * (k ? k : 1);
+}
+
 /* Failed rv_check()s of this program. */
 static int rv_check_fails __attribute__((unused));
 
