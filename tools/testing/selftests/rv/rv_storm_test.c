@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
