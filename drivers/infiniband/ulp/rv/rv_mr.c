@@ -18,7 +18,7 @@
  * two, and a registration gets one MR, and one rkey, per chunk it touches:
  * a peer finds the key of a remote address by shifting it.  Nothing
  * depends on udata or on a driver's reg_user_mr (which irdma and hns do
- * not support for kernel callers, see Documentation/rv-drivers.rst).
+ * not support for kernel callers, see Documentation/rv/drivers.rst).
  *
  * A miss is on the critical path of every new buffer, so it allocates
  * once (the entry with its DMA addresses and MR slots) and takes MRs from

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # check_driver_audit.sh - every RDMA-core symbol rv.ko imports must have a
-# row in the "Per symbol" table of Documentation/rv-drivers.rst (TAP).
+# row in the "Per symbol" table of Documentation/rv/drivers.rst (TAP).
 #
 # Why: the audit says, per imported verb, whether its behaviour depends on
 # the driver (ib_reg_user_mr() with a NULL udata oopses on irdma).  A new
@@ -12,7 +12,7 @@
 #
 # usage: check_driver_audit.sh [RV_KO] [DOC]
 #   defaults, relative to the repo root (four levels up from this script):
-#   drivers/infiniband/ulp/rv/rv.ko and Documentation/rv-drivers.rst
+#   drivers/infiniband/ulp/rv/rv.ko and Documentation/rv/drivers.rst
 #
 # "RDMA core" is (a) any undefined symbol named ib_*, ibdev_*, ibcm_*,
 # iw_*, iwcm_*, rdma_*, roce_* or uverbs_* (with leading underscores
@@ -27,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 ko=${1:-$root/drivers/infiniband/ulp/rv/rv.ko}
-doc=${2:-$root/Documentation/rv-drivers.rst}
+doc=${2:-$root/Documentation/rv/drivers.rst}
 
 n=0
 failed=0

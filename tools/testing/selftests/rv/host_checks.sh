@@ -3,7 +3,7 @@
 #
 # host_checks.sh - the checks that need no RDMA device, as TAP: the uAPI
 # layout on i386/x32/x86-64, librv's man pages, the verbs audit's coverage
-# of rv.ko's imports (Documentation/rv-drivers.rst), and the kernel lint
+# of rv.ko's imports (Documentation/rv/drivers.rst), and the kernel lint
 # (W=1, sparse, checkpatch --strict).  Run from the repo root after
 # "make all".
 
