@@ -170,7 +170,7 @@ $(FABTESTS_STAMP): $(FABTESTS_TAR)
 examples: librv
 	$(MAKE) -C examples
 
-rvstat:
+rvstat: librv
 	$(MAKE) -C tools/rvstat
 
 # spank_rv.so, the Slurm SPANK plugin binding each step to an rv launcher

@@ -4,7 +4,7 @@
  *
  *   rvstat [-j|--json] [-w SECONDS [-n COUNT]]
  *
- * Reads RV_IOCTL_DUMP on a read-only open of /dev/rv: a user sees the jobs
+ * Reads librv's DUMP snapshots on a read-only open of /dev/rv: a user sees the jobs
  * of their own uid, a process with CAP_SYS_ADMIN sees all.  Plain text by
  * default, one JSON object per refresh with --json.
  */
@@ -19,64 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <rdma/rv_user_ioctls.h>
+#include <rv/librv.h>
 
-struct dump {
-	void *records;
-	uint32_t count;
-	uint32_t record_size;
+/* One snapshot: the four kinds, read one after the other. */
+struct snapshot {
+	struct rv_dump_iter *devices, *jobs, *conns, *procs;
 };
 
-/* All records of @kind: grow the buffer until they fit. */
-static int dump(int fd, uint32_t kind, struct dump *d)
-{
-	size_t len = 16384;
-
-	for (;;) {
-		struct rv_dump cmd = { .size = sizeof(cmd), .kind = kind };
-		void *buf = calloc(1, len);
-
-		if (!buf)
-			return -ENOMEM;
-		cmd.buf = (uintptr_t)buf;
-		cmd.buf_len = len;
-		if (ioctl(fd, RV_IOCTL_DUMP, &cmd)) {
-			free(buf);
-			return -errno;
-		}
-		if (cmd.count >= cmd.total || cmd.count >= RV_DUMP_MAX_RECORDS) {
-			d->records = buf;
-			d->count = cmd.count;
-			d->record_size = cmd.record_size;
-			return 0;
-		}
-		free(buf);
-		len = (size_t)cmd.total * cmd.record_size + cmd.record_size;
-	}
-}
-
-/* Record @i: records may be larger than this tool's struct (newer kernel). */
-#define REC(d, type, i) \
-	((const type *)((const char *)(d)->records + (size_t)(i) * (d)->record_size))
-
-static const char *const conn_states[] = {
-	"idle", "connecting", "connected", "error",
-};
-static const char *const qp_states[] = {
-	"idle", "connecting", "retrying", "connected", "failed",
-};
-static const char *const reasons[] = {
-	"none", "unreachable", "no_listener", "no_conn", "busy",
-	"bad_request", "mismatch", "bad_reply", "timeout", "device_removed",
-	"disconnected", "no_resources", "qp_error", "auth", "job_ended",
-};
-
-#define NAME(tab, v) ((v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
+#define EACH(it, type, var) \
+	for (const type *var; ((var) = rv_dump_next(it));)
 
 static void addr_str(const struct rv_dump_conn *c, char *s, size_t len)
 {
@@ -92,11 +48,11 @@ static void addr_str(const struct rv_dump_conn *c, char *s, size_t len)
  * The job's launcher id (RV_IOCTL_LAUNCHER_JOB), or false when the kernel's
  * records end before it (a kernel older than the field).
  */
-static bool launcher_id(const struct dump *jb, const struct rv_dump_job *j,
+static bool launcher_id(struct rv_dump_iter *jobs, const struct rv_dump_job *j,
 			uint64_t *id)
 {
-	if (jb->record_size < offsetof(struct rv_dump_job, launcher_id) +
-			      sizeof(j->launcher_id))
+	if (rv_dump_record_size(jobs) <
+	    offsetof(struct rv_dump_job, launcher_id) + sizeof(j->launcher_id))
 		return false;
 	*id = j->launcher_id;
 	return true;
@@ -112,17 +68,14 @@ static void key_str(const struct rv_dump_job *j, char *s, size_t len)
 	s[n] = 0;
 }
 
-static void print_text(const struct dump *dv, const struct dump *jb,
-		       const struct dump *cn, const struct dump *pr)
+static void print_text(const struct snapshot *sn)
 {
 	char a[64], k[2 * RV_JOB_KEY_MAX + 1];
-	uint32_t i, q;
+	uint32_t q;
 
 	printf("Devices\n  %-5s %-16s %-8s %s\n", "index", "name", "state",
 	       "jobs");
-	for (i = 0; i < dv->count; i++) {
-		const struct rv_dump_device *d =
-			REC(dv, struct rv_dump_device, i);
+	EACH(sn->devices, struct rv_dump_device, d) {
 
 		printf("  %-5u %-16s %-8s %u\n", d->dev_index,
 		       d->name[0] ? d->name : "-",
@@ -131,8 +84,7 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 	printf("\nJobs\n  %-4s %-10s %-4s %-6s %-32s %-5s %-9s %-6s %-5s %-12s %s\n",
 	       "job", "device", "port", "uid", "key", "slots", "num_conn",
 	       "conns", "bits", "heartbeat_ms", "launcher_id");
-	for (i = 0; i < jb->count; i++) {
-		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
+	EACH(sn->jobs, struct rv_dump_job, j) {
 		uint64_t lid;
 
 		key_str(j, k, sizeof(k));
@@ -145,7 +97,7 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 		else
 			printf("%-12u ", j->heartbeat_ms);
 		/* Slurm's is job id << 32 | step id: shown as both. */
-		if (!launcher_id(jb, j, &lid))
+		if (!launcher_id(sn->jobs, j, &lid))
 			printf("-\n");
 		else if (!lid)
 			printf("0\n");
@@ -154,15 +106,14 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 			       lid >> 32, lid & 0xffffffffu);
 	}
 	printf("\nConnections\n");
-	for (i = 0; i < cn->count; i++) {
-		const struct rv_dump_conn *c = REC(cn, struct rv_dump_conn, i);
+	EACH(sn->conns, struct rv_dump_conn, c) {
 
 		addr_str(c, a, sizeof(a));
 		printf("  conn %u job %u remote %s %s %s (%s) generation %" PRIu64
 		       " qps %u/%u handles %u inflight %u\n",
 		       c->conn_id, c->job_id, a,
 		       c->role == RV_CONN_ROLE_CLIENT ? "client" : "server",
-		       NAME(conn_states, c->state), NAME(reasons, c->reason),
+		       rv_conn_state_str(c->state), rv_conn_reason_str(c->reason),
 		       (uint64_t)c->generation, c->connected, c->num_conn,
 		       c->handles, c->inflight);
 		printf("    writes %" PRIu64 " (%" PRIu64 " B) completed %" PRIu64
@@ -180,7 +131,7 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 		       (uint64_t)c->qp_errors);
 		for (q = 0; q < c->num_conn && q < RV_MAX_CONN_PER_NODE; q++)
 			printf("    qp %-2u %-10s qpn %-6u send_free %-5u idle %u ms\n",
-			       q, NAME(qp_states, c->qp[q].state),
+			       q, rv_qp_state_str(c->qp[q].state),
 			       c->qp[q].qp_num, c->qp[q].send_free,
 			       c->qp[q].idle_ms);
 	}
@@ -188,8 +139,7 @@ static void print_text(const struct dump *dv, const struct dump *jb,
 	       "job", "slot", "pid", "inflight", "writes", "completed",
 	       "failed", "eagain", "recvs", "ring", "overflows",
 	       "mr entries/MiB/hits/misses");
-	for (i = 0; i < pr->count; i++) {
-		const struct rv_dump_proc *p = REC(pr, struct rv_dump_proc, i);
+	EACH(sn->procs, struct rv_dump_proc, p) {
 
 		printf("  %-4u %-5u %-7u %-8u %-9" PRIu64 " %-10" PRIu64
 		       " %-10" PRIu64 " %-9" PRIu64 " %-9" PRIu64
@@ -211,19 +161,17 @@ static void json_u64(const char *name, uint64_t v, bool *first)
 	*first = false;
 }
 
-static void print_json(const struct dump *dv, const struct dump *jb,
-		       const struct dump *cn, const struct dump *pr)
+static void print_json(const struct snapshot *sn)
 {
 	char a[64], k[2 * RV_JOB_KEY_MAX + 1];
 	uint32_t i, q;
 	bool f;
 
 	printf("{\"time\":%ld,\"devices\":[", (long)time(NULL));
-	for (i = 0; i < dv->count; i++) {
-		const struct rv_dump_device *d =
-			REC(dv, struct rv_dump_device, i);
+	i = 0;
+	EACH(sn->devices, struct rv_dump_device, d) {
 
-		printf("%s{\"name\":\"%s\"", i ? "," : "", d->name);
+		printf("%s{\"name\":\"%s\"", i++ ? "," : "", d->name);
 		f = false;
 		json_u64("index", d->dev_index, &f);
 		json_u64("removed", d->removed, &f);
@@ -231,12 +179,12 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		printf("}");
 	}
 	printf("],\"jobs\":[");
-	for (i = 0; i < jb->count; i++) {
-		const struct rv_dump_job *j = REC(jb, struct rv_dump_job, i);
+	i = 0;
+	EACH(sn->jobs, struct rv_dump_job, j) {
 		uint64_t lid;
 
 		key_str(j, k, sizeof(k));
-		printf("%s{\"device\":\"%s\",\"key\":\"%s\"", i ? "," : "",
+		printf("%s{\"device\":\"%s\",\"key\":\"%s\"", i++ ? "," : "",
 		       j->dev_name, k);
 		f = false;
 		json_u64("job", j->job_id, &f);
@@ -248,18 +196,18 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		json_u64("slot_bits", j->slot_bits, &f);
 		json_u64("conns", j->conns, &f);
 		json_u64("heartbeat_ms", j->heartbeat_ms, &f);
-		if (launcher_id(jb, j, &lid))
+		if (launcher_id(sn->jobs, j, &lid))
 			json_u64("launcher_id", lid, &f);
 		printf("}");
 	}
 	printf("],\"connections\":[");
-	for (i = 0; i < cn->count; i++) {
-		const struct rv_dump_conn *c = REC(cn, struct rv_dump_conn, i);
+	i = 0;
+	EACH(sn->conns, struct rv_dump_conn, c) {
 
 		addr_str(c, a, sizeof(a));
 		printf("%s{\"remote\":\"%s\",\"state\":\"%s\",\"reason\":\"%s\",\"role\":\"%s\"",
-		       i ? "," : "", a, NAME(conn_states, c->state),
-		       NAME(reasons, c->reason),
+		       i++ ? "," : "", a, rv_conn_state_str(c->state),
+		       rv_conn_reason_str(c->reason),
 		       c->role == RV_CONN_ROLE_CLIENT ? "client" : "server");
 		f = false;
 		json_u64("conn", c->conn_id, &f);
@@ -284,7 +232,7 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		printf(",\"qps\":[");
 		for (q = 0; q < c->num_conn && q < RV_MAX_CONN_PER_NODE; q++) {
 			printf("%s{\"state\":\"%s\"", q ? "," : "",
-			       NAME(qp_states, c->qp[q].state));
+			       rv_qp_state_str(c->qp[q].state));
 			f = false;
 			json_u64("qp_num", c->qp[q].qp_num, &f);
 			json_u64("send_free", c->qp[q].send_free, &f);
@@ -294,10 +242,10 @@ static void print_json(const struct dump *dv, const struct dump *jb,
 		printf("]}");
 	}
 	printf("],\"processes\":[");
-	for (i = 0; i < pr->count; i++) {
-		const struct rv_dump_proc *p = REC(pr, struct rv_dump_proc, i);
+	i = 0;
+	EACH(sn->procs, struct rv_dump_proc, p) {
 
-		printf("%s{", i ? "," : "");
+		printf("%s{", i++ ? "," : "");
 		f = true;
 		json_u64("job", p->job_id, &f);
 		json_u64("slot", p->slot, &f);
@@ -359,26 +307,26 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (round = 0; count < 0 || round < count; round++) {
-		struct dump dv = {}, jb = {}, cn = {}, pr = {};
+		struct snapshot sn = {};
 
-		ret = dump(fd, RV_DUMP_DEVICES, &dv) ?:
-		      dump(fd, RV_DUMP_JOBS, &jb) ?:
-		      dump(fd, RV_DUMP_CONNS, &cn) ?:
-		      dump(fd, RV_DUMP_PROCS, &pr);
+		ret = rv_dump_open(fd, RV_DUMP_DEVICES, &sn.devices) ?:
+		      rv_dump_open(fd, RV_DUMP_JOBS, &sn.jobs) ?:
+		      rv_dump_open(fd, RV_DUMP_CONNS, &sn.conns) ?:
+		      rv_dump_open(fd, RV_DUMP_PROCS, &sn.procs);
 		if (ret) {
 			fprintf(stderr, "rvstat: RV_IOCTL_DUMP: %s\n",
 				strerror(-ret));
 		} else if (json) {
-			print_json(&dv, &jb, &cn, &pr);
+			print_json(&sn);
 		} else {
 			if (watch && isatty(STDOUT_FILENO))
 				printf("\033[H\033[2J");
-			print_text(&dv, &jb, &cn, &pr);
+			print_text(&sn);
 		}
-		free(dv.records);
-		free(jb.records);
-		free(cn.records);
-		free(pr.records);
+		rv_dump_close(sn.devices);
+		rv_dump_close(sn.jobs);
+		rv_dump_close(sn.conns);
+		rv_dump_close(sn.procs);
 		fflush(stdout);
 		if (ret || !watch)
 			break;

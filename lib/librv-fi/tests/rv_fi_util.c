@@ -340,36 +340,25 @@ int send_wait(const void *buf, size_t len, uint64_t tag)
  */
 bool rv_self_record(struct rv_dump_proc *sum)
 {
-	struct rv_dump_proc recs[64];
-	struct rv_dump d = {
-		.size = sizeof(d), .kind = RV_DUMP_PROCS,
-		.buf = (uintptr_t)recs, .buf_len = sizeof(recs),
-	};
-	int fd = open("/dev/rv", O_RDONLY | O_CLOEXEC);
-	uint32_t i;
+	struct rv_dump_iter *it;
 	bool found = false;
 
 	memset(sum, 0, sizeof(*sum));
-	if (fd < 0)
+	if (rv_dump_open(-1, RV_DUMP_PROCS, &it))
 		return false;
-	if (!ioctl(fd, RV_IOCTL_DUMP, &d) && d.record_size >= sizeof(recs[0])) {
-		for (i = 0; i < d.count; i++) {
-			struct rv_dump_proc *r = (void *)((char *)recs +
-							  i * d.record_size);
-
-			if (r->pid != (uint32_t)getpid())
-				continue;
-			sum->writes_posted += r->writes_posted;
-			sum->writes_failed += r->writes_failed;
-			sum->writes_completed += r->writes_completed;
-			sum->posts_eagain += r->posts_eagain;
-			sum->recvs += r->recvs;
-			sum->ring_overflows += r->ring_overflows;
-			sum->ring_entries = r->ring_entries;
-			found = true;
-		}
+	for (const struct rv_dump_proc *r; (r = rv_dump_next(it));) {
+		if (r->pid != (uint32_t)getpid())
+			continue;
+		sum->writes_posted += r->writes_posted;
+		sum->writes_failed += r->writes_failed;
+		sum->writes_completed += r->writes_completed;
+		sum->posts_eagain += r->posts_eagain;
+		sum->recvs += r->recvs;
+		sum->ring_overflows += r->ring_overflows;
+		sum->ring_entries = r->ring_entries;
+		found = true;
 	}
-	close(fd);
+	rv_dump_close(it);
 	return found;
 }
 

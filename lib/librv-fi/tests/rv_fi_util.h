@@ -35,6 +35,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 #include <rdma/rv_user_ioctls.h>
+#include <rv/librv.h>
 
 #define WAIT_MS		60000
 #define BIG		(16u << 20)

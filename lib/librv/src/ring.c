@@ -4,12 +4,13 @@
  *
  * The kernel publishes events with a release store of the producer index;
  * the consumer loads it with acquire, copies the events out and gives the
- * slots back with a release store of the consumer index.  One consumer per
- * ring: callers serialise rv_poll_events() on the same struct rv.
+ * slots back by advancing the consumer index with a compare-and-swap, so
+ * that threads polling the same struct rv each get distinct events.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -51,18 +52,28 @@ int rv_poll_events(struct rv *rv, struct rv_event *events, unsigned int max)
 		return -ENOTCONN;
 	if (!events && max)
 		return -EINVAL;
-	prod = __atomic_load_n(&r->hdr->producer, __ATOMIC_ACQUIRE);
-	/* Only this consumer writes it. */
-	cons = __atomic_load_n(r->consumer, __ATOMIC_RELAXED);
-	n = prod - cons;
-	if (n > max)
-		n = max;
-	/* max is an int's worth at most: the count fits the return value. */
-	if (n > INT32_MAX)
-		n = INT32_MAX;
-	for (i = 0; i < n; i++)
-		events[i] = r->events[(cons + i) & r->mask];
-	__atomic_store_n(r->consumer, cons + n, __ATOMIC_RELEASE);
+	cons = __atomic_load_n(r->consumer, __ATOMIC_ACQUIRE);
+	do {
+		prod = __atomic_load_n(&r->hdr->producer, __ATOMIC_ACQUIRE);
+		n = prod - cons;
+		if (n > max)
+			n = max;
+		/* max is an int's worth at most: the count fits the return. */
+		if (n > INT32_MAX)
+			n = INT32_MAX;
+		if (!n)
+			return 0;
+		/*
+		 * Copy first, claim after: the kernel reuses a slot only once
+		 * the consumer index has passed it, so the copy is intact if
+		 * the index still reads @cons.  When another thread claimed
+		 * first, the CAS fails, reloads @cons and this copy is dropped.
+		 */
+		for (i = 0; i < n; i++)
+			events[i] = r->events[(cons + i) & r->mask];
+	} while (!__atomic_compare_exchange_n(r->consumer, &cons, cons + n,
+					      false, __ATOMIC_RELEASE,
+					      __ATOMIC_ACQUIRE));
 	return (int)n;
 }
 

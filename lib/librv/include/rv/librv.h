@@ -508,6 +508,23 @@ int rv_post_writes(struct rv *rv, const struct rv_write *w,
  */
 int rv_stats(struct rv *rv, struct rv_stats *s);
 
+/* Names for logs and tools, as ibv_wc_status_str(): never NULL, "unknown"
+ * for a value this library does not know.  rv_conn_state_str(3). */
+const char *rv_conn_state_str(uint32_t state);
+const char *rv_conn_reason_str(uint32_t reason);
+/* struct rv_dump_qp's @state. */
+const char *rv_qp_state_str(uint32_t state);
+
+/* One DUMP snapshot of one kind (RV_DUMP_*), record by record, from any open
+ * file of /dev/rv (read-only will do), or -1: rv_dump_open(3). */
+struct rv_dump_iter;
+int rv_dump_open(int rv_fd, uint32_t kind, struct rv_dump_iter **itp);
+const void *rv_dump_next(struct rv_dump_iter *it);
+uint32_t rv_dump_count(const struct rv_dump_iter *it);
+uint32_t rv_dump_total(const struct rv_dump_iter *it);
+uint32_t rv_dump_record_size(const struct rv_dump_iter *it);
+void rv_dump_close(struct rv_dump_iter *it);
+
 #ifdef __cplusplus
 }
 #endif

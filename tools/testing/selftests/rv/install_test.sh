@@ -63,20 +63,21 @@ man_pages() {
 
 library() {
 	local l=$stage/usr/lib
-	[[ -f $l/librv.so.1.3.0 && -f $l/librv.a && -f $stage/usr/include/rv/librv.h &&
+	[[ -f $l/librv.so.$version_want && -f $l/librv.a && -f $stage/usr/include/rv/librv.h &&
 	   -f $stage/usr/include/rdma/rv_user_ioctls.h ]] || return 1
-	[[ $(readlink "$l/librv.so.1") == librv.so.1.3.0 &&
+	[[ $(readlink "$l/librv.so.1") == librv.so.$version_want &&
 	   $(readlink "$l/librv.so") == librv.so.1 ]] || { echo "bad links"; return 1; }
-	readelf -d "$l/librv.so.1.3.0" | grep -q 'Library soname: \[librv.so.1\]' ||
+	readelf -d "$l/librv.so.$version_want" | grep -q 'Library soname: \[librv.so.1\]' ||
 		{ echo "soname"; return 1; }
-	# Versioned exports: the 1.0, 1.1, 1.2 and 1.3 nodes.  Read whole first:
+	# Versioned exports: the 1.0 to 1.4 nodes.  Read whole first:
 	# "objdump | grep -q" fails under pipefail when grep stops early.
 	local syms
-	syms=$(objdump -T "$l/librv.so.1.3.0") || return 1
+	syms=$(objdump -T "$l/librv.so.$version_want") || return 1
 	grep -q 'LIBRV_1.0 *rv_open$' <<<"$syms" &&
 		grep -q 'LIBRV_1.1 *rv_post_write$' <<<"$syms" &&
 		grep -q 'LIBRV_1.2 *rv_ipv4_gid$' <<<"$syms" &&
-		grep -q 'LIBRV_1.3 *rv_reg_mem_keys$' <<<"$syms"
+		grep -q 'LIBRV_1.3 *rv_reg_mem_keys$' <<<"$syms" &&
+		grep -q 'LIBRV_1.4 *rv_dump_open$' <<<"$syms"
 }
 
 # pkg-config sees only the stage: PKG_CONFIG_LIBDIR replaces the default

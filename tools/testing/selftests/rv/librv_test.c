@@ -7,6 +7,7 @@
  * there.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -570,6 +571,132 @@ TEST(write_calls_attached)
 	EXPECT_EQ(0, rv_conn_destroy(rv, h));
 	EXPECT_EQ(-ENOENT, rv_post_write(rv, &w[0]));
 	rv_close(rv);
+}
+
+/*
+ * Each name is the constant's own suffix in lower case, so a name that
+ * drifts from the uAPI, or a constant without a name, fails here.
+ */
+static void expect_name(struct __test_metadata *_metadata, const char *got,
+			const char *macro)
+{
+	const char *suffix;
+	char want[32];
+	size_t i;
+
+	/* the prefix is RV_CONN_STATE_ or RV_CONN_REASON_ */
+	suffix = strstr(macro, "STATE_") ? strstr(macro, "STATE_") + 6 :
+					   strstr(macro, "REASON_") + 7;
+	for (i = 0; suffix[i] && i + 1 < sizeof(want); i++)
+		want[i] = (char)tolower((unsigned char)suffix[i]);
+	want[i] = 0;
+	EXPECT_STREQ(want, got);
+}
+
+#define EXPECT_STATE_NAME(v) expect_name(_metadata, rv_conn_state_str(v), #v)
+#define EXPECT_REASON_NAME(v) expect_name(_metadata, rv_conn_reason_str(v), #v)
+
+TEST(names)
+{
+	EXPECT_STATE_NAME(RV_CONN_STATE_IDLE);
+	EXPECT_STATE_NAME(RV_CONN_STATE_CONNECTING);
+	EXPECT_STATE_NAME(RV_CONN_STATE_CONNECTED);
+	EXPECT_STATE_NAME(RV_CONN_STATE_ERROR);
+	EXPECT_STREQ("unknown", rv_conn_state_str(RV_CONN_STATE_ERROR + 1));
+	EXPECT_STREQ("unknown", rv_conn_state_str(UINT32_MAX));
+
+	EXPECT_REASON_NAME(RV_CONN_REASON_NONE);
+	EXPECT_REASON_NAME(RV_CONN_REASON_UNREACHABLE);
+	EXPECT_REASON_NAME(RV_CONN_REASON_NO_LISTENER);
+	EXPECT_REASON_NAME(RV_CONN_REASON_NO_CONN);
+	EXPECT_REASON_NAME(RV_CONN_REASON_BUSY);
+	EXPECT_REASON_NAME(RV_CONN_REASON_BAD_REQUEST);
+	EXPECT_REASON_NAME(RV_CONN_REASON_MISMATCH);
+	EXPECT_REASON_NAME(RV_CONN_REASON_BAD_REPLY);
+	EXPECT_REASON_NAME(RV_CONN_REASON_TIMEOUT);
+	EXPECT_REASON_NAME(RV_CONN_REASON_DEVICE_REMOVED);
+	EXPECT_REASON_NAME(RV_CONN_REASON_DISCONNECTED);
+	EXPECT_REASON_NAME(RV_CONN_REASON_NO_RESOURCES);
+	EXPECT_REASON_NAME(RV_CONN_REASON_QP_ERROR);
+	EXPECT_REASON_NAME(RV_CONN_REASON_AUTH);
+	EXPECT_REASON_NAME(RV_CONN_REASON_JOB_ENDED);
+	EXPECT_STREQ("unknown",
+		     rv_conn_reason_str(RV_CONN_REASON_JOB_ENDED + 1));
+
+	/* struct rv_dump_qp's numbered states */
+	EXPECT_STREQ("idle", rv_qp_state_str(0));
+	EXPECT_STREQ("connecting", rv_qp_state_str(1));
+	EXPECT_STREQ("retrying", rv_qp_state_str(2));
+	EXPECT_STREQ("connected", rv_qp_state_str(3));
+	EXPECT_STREQ("failed", rv_qp_state_str(4));
+	EXPECT_STREQ("unknown", rv_qp_state_str(5));
+}
+
+TEST(dump_bad_args)
+{
+	struct rv_dump_iter *it = (struct rv_dump_iter *)0x1;
+
+	EXPECT_EQ(-EINVAL, rv_dump_open(-1, RV_DUMP_PROCS, NULL));
+	EXPECT_EQ(-EINVAL, rv_dump_open(-1, 0, &it));
+	EXPECT_EQ(-EINVAL, rv_dump_open(-1, RV_DUMP_DEVICES + 1, &it));
+	EXPECT_TRUE(rv_dump_next(NULL) == NULL);
+	EXPECT_EQ(0, rv_dump_count(NULL));
+	EXPECT_EQ(0, rv_dump_total(NULL));
+	EXPECT_EQ(0, rv_dump_record_size(NULL));
+	rv_dump_close(NULL);
+	if (!have_rv())
+		EXPECT_EQ(-ENOENT, rv_dump_open(-1, RV_DUMP_PROCS, &it));
+}
+
+/* A job of two files: the snapshot shows both, once, then ends. */
+TEST(dump_iter)
+{
+	struct rv_dump_iter *it;
+	const struct rv_dump_proc *p;
+	const struct rv_dump_job *j;
+	struct rv *rv0, *rv1;
+	struct rv_attach a;
+	unsigned int mine = 0, slots = 0, jobs = 0;
+	int idx;
+
+	NEED_RV();
+	idx = rv_device_index(rv_test_ibdev());
+	if (idx < 0)
+		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(),
+		     strerror(-idx));
+	ASSERT_EQ(0, rv_open(&rv0, 0));
+	ASSERT_EQ(0, rv_open(&rv1, 0));
+	rv_attach_init(&a, idx, 8);
+	ASSERT_EQ(0, rv_attach(rv0, &a));
+	ASSERT_EQ(1, rv_attach(rv1, &a));
+
+	ASSERT_EQ(0, rv_dump_open(rv_fd(rv0), RV_DUMP_PROCS, &it));
+	EXPECT_EQ(rv_dump_total(it), rv_dump_count(it));
+	EXPECT_EQ(sizeof(struct rv_dump_proc), rv_dump_record_size(it));
+	while ((p = rv_dump_next(it))) {
+		if (p->pid != (uint32_t)getpid())
+			continue;
+		mine++;
+		slots |= 1u << p->slot;
+	}
+	EXPECT_EQ(2, mine);
+	EXPECT_EQ(3, slots);
+	EXPECT_TRUE(rv_dump_next(it) == NULL);
+	rv_dump_close(it);
+
+	/* -1: the library opens /dev/rv read-only for the call */
+	ASSERT_EQ(0, rv_dump_open(-1, RV_DUMP_JOBS, &it));
+	while ((j = rv_dump_next(it)))
+		jobs += j->slots_used == 2 && j->uid == getuid();
+	EXPECT_LE(1, jobs);
+	rv_dump_close(it);
+
+	ASSERT_EQ(0, rv_dump_open(-1, RV_DUMP_DEVICES, &it));
+	EXPECT_LE(1, rv_dump_count(it));
+	rv_dump_close(it);
+
+	rv_close(rv0);
+	rv_close(rv1);
 }
 
 TEST_HARNESS_MAIN

@@ -44,34 +44,6 @@
 
 #define MAX_PEERS 8
 
-static const char *const state_names[] = {
-	[RV_CONN_STATE_IDLE] = "idle",
-	[RV_CONN_STATE_CONNECTING] = "connecting",
-	[RV_CONN_STATE_CONNECTED] = "connected",
-	[RV_CONN_STATE_ERROR] = "error",
-};
-
-static const char *const reason_names[] = {
-	[RV_CONN_REASON_NONE] = "none",
-	[RV_CONN_REASON_UNREACHABLE] = "unreachable",
-	[RV_CONN_REASON_NO_LISTENER] = "no_listener",
-	[RV_CONN_REASON_NO_CONN] = "no_conn",
-	[RV_CONN_REASON_BUSY] = "busy",
-	[RV_CONN_REASON_BAD_REQUEST] = "bad_request",
-	[RV_CONN_REASON_MISMATCH] = "mismatch",
-	[RV_CONN_REASON_BAD_REPLY] = "bad_reply",
-	[RV_CONN_REASON_TIMEOUT] = "timeout",
-	[RV_CONN_REASON_DEVICE_REMOVED] = "device_removed",
-	[RV_CONN_REASON_DISCONNECTED] = "disconnected",
-	[RV_CONN_REASON_NO_RESOURCES] = "no_resources",
-	[RV_CONN_REASON_QP_ERROR] = "qp_error",
-	[RV_CONN_REASON_AUTH] = "auth",
-	[RV_CONN_REASON_JOB_ENDED] = "job_ended",
-};
-
-#define NAME(tab, i) ((i) < sizeof(tab) / sizeof(tab[0]) && tab[i] ? \
-		      tab[i] : "?")
-
 struct peer {
 	const char *arg;
 	struct sockaddr_in sin;
@@ -112,7 +84,7 @@ static bool peer_ok(const struct peer *p)
 	if (!strcmp(expect, "idle"))
 		return p->q.state == RV_CONN_STATE_IDLE;
 	return p->q.state == RV_CONN_STATE_ERROR &&
-	       !strcmp(expect, NAME(reason_names, p->q.reason));
+	       !strcmp(expect, rv_conn_reason_str(p->q.reason));
 }
 
 static int write_status(void)
@@ -135,8 +107,8 @@ static int write_status(void)
 
 		fprintf(f, "peer %s pid %d err %d conn_id %u state %s reason %s generation %llu connected %u/%u role %s handles %u attempts %llu rejects %u ms %llu\n",
 			p->arg, getpid(), p->ret, p->q.conn_id,
-			NAME(state_names, p->q.state),
-			NAME(reason_names, p->q.reason),
+			rv_conn_state_str(p->q.state),
+			rv_conn_reason_str(p->q.reason),
 			(unsigned long long)p->q.generation, p->q.connected,
 			p->q.num_conn,
 			p->q.role == RV_CONN_ROLE_CLIENT ? "client" : "server",

@@ -3,7 +3,7 @@
  * rv_poll_test - poll() wakeups under a long stream of events (2 nodes).
  *
  *   rv_poll_test -N NODE [-n EVENTS] [-T SECONDS] [-k END_SECONDS] [-b BATCH]
- *                PEER_IP
+ *                [-c CONSUMERS] PEER_IP
  *
  * Node 0 posts EVENTS zero-byte writes with immediate to node 1 from one
  * thread, at most INFLIGHT at a time, while another thread sleeps in
@@ -19,6 +19,11 @@
  * and going to sleep are as many as possible.  Prints "check
  * PASS|FAIL name" lines and a "poll" summary; exit status 0 when
  * every check passed, 4 (kselftest skip) without a device.
+ *
+ * -c: CONSUMERS threads (1 to 4, default 1) take events from the one ring
+ * at once, each sleeping in poll() when it finds it empty: every event
+ * must still reach exactly one of them (librv's claim of the consumer
+ * index).
  *
  * -k (node 0): node 1 is killed mid-stream, so the stream cannot finish.
  * Once a post fails, or the time is up, every write posted must still
@@ -51,8 +56,14 @@ static uint64_t deadline_ms;
 static int failures;
 static uint64_t end_seconds;	/* -k: the peer is killed mid-stream */
 static unsigned int batch = BATCH;	/* -b: events per rv_poll_events() */
+static unsigned int consumers = 1;	/* -c: threads reaping the ring */
 
-/* What a consumer saw. */
+#define MAX_CONSUMERS	4
+/* The counters below are shared by the consumer threads. */
+#define ADD(field, n) __atomic_add_fetch(&(field), (n), __ATOMIC_RELAXED)
+#define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* What the consumers saw (updated with ADD()). */
 static struct {
 	uint8_t *seen;		/* one byte per event: wr_id or imm */
 	uint64_t consumed;
@@ -92,13 +103,13 @@ static void account(const struct rv_event *ev, uint32_t kind)
 	uint64_t id = kind == RV_EVENT_SEND ? ev->wr_id : ev->imm;
 
 	if (end_seconds && ev->kind == kind && ev->status && id < events)
-		C.errors++;
+		ADD(C.errors, 1);
 	else if (ev->kind != kind || ev->status || id >= events) {
-		C.bad++;
+		ADD(C.bad, 1);
 		return;
 	}
-	if (C.seen[id]++)
-		C.dups++;
+	if (__atomic_fetch_add(&C.seen[id], 1, __ATOMIC_RELAXED))
+		ADD(C.dups, 1);
 }
 
 /* pthread_cond_wait() for at most @ms; false when the time ran out. */
@@ -120,8 +131,10 @@ static bool cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock,
 static void flow_update(uint64_t consumed, bool stop)
 {
 	pthread_mutex_lock(&flow_lock);
-	flow_consumed = consumed;
-	flow_stop = stop;
+	/* Consumers report in any order: keep the largest count. */
+	if (consumed > flow_consumed)
+		flow_consumed = consumed;
+	flow_stop |= stop;
 	pthread_cond_signal(&flow_cond);
 	pthread_mutex_unlock(&flow_lock);
 }
@@ -165,16 +178,18 @@ static void *consumer(void *arg)
 {
 	uint32_t kind = (uintptr_t)arg;
 	struct rv_event ev[BATCH];
+	uint64_t consumed = 0;
 	int n = 0, i;
 
-	while (C.consumed < target()) {
+	while (LOAD(C.consumed) < target()) {
 		n = rv_poll_events(rv, ev, batch);
 		if (!n) {
 			if (rv_now_ms() > consumer_deadline()) {
-				C.late = true;
+				__atomic_store_n(&C.late, true,
+						 __ATOMIC_RELAXED);
 				break;
 			}
-			C.waits++;
+			ADD(C.waits, 1);
 			n = rv_wait_events(rv, WAIT_MS);
 			if (n > 0)
 				continue;
@@ -183,23 +198,23 @@ static void *consumer(void *arg)
 			/* Slept its whole time: was anything there? */
 			n = rv_poll_events(rv, ev, batch);
 			if (!n) {
-				C.timeouts++;
+				ADD(C.timeouts, 1);
 				continue;
 			}
 			if (n > 0)
-				C.missed++;
+				ADD(C.missed, 1);
 		}
 		if (n < 0)
 			break;
 		for (i = 0; i < n; i++)
 			account(&ev[i], kind);
-		C.consumed += n;
-		flow_update(C.consumed, false);
+		consumed = ADD(C.consumed, (uint64_t)n);
+		flow_update(consumed, false);
 	}
 	if (n < 0)
-		C.bad++;
+		ADD(C.bad, 1);
 	/* Frees a producer waiting for room, whatever happened. */
-	flow_update(C.consumed, true);
+	flow_update(LOAD(C.consumed), true);
 	return NULL;
 }
 
@@ -268,22 +283,24 @@ int main(int argc, char **argv)
 {
 	uint64_t t0, ms, eagain = 0, seconds = 600, i, missing = 0, posted = 0;
 	struct rv_attach a;
-	pthread_t thr;
+	pthread_t thr[MAX_CONSUMERS];
+	unsigned int t;
 	int c, node = -1, idx, gid, ret;
 
-	while ((c = getopt(argc, argv, "N:n:T:k:b:")) != -1) {
+	while ((c = getopt(argc, argv, "N:n:T:k:b:c:")) != -1) {
 		switch (c) {
 		case 'N': node = atoi(optarg); break;
 		case 'k': end_seconds = strtoull(optarg, NULL, 0); break;
 		case 'n': events = strtoull(optarg, NULL, 0); break;
 		case 'T': seconds = strtoull(optarg, NULL, 0); break;
 		case 'b': batch = strtoul(optarg, NULL, 0); break;
+		case 'c': consumers = strtoul(optarg, NULL, 0); break;
 		default: goto usage;
 		}
 	}
 	if ((node != 0 && node != 1) || optind + 1 != argc || !events ||
 	    events >= 1ULL << 26 || (end_seconds && node) || !batch ||
-	    batch > BATCH)
+	    batch > BATCH || !consumers || consumers > MAX_CONSUMERS)
 		goto usage;
 
 	ret = rv_test_open(&rv, &idx, &gid);
@@ -309,19 +326,22 @@ int main(int argc, char **argv)
 	deadline_ms = t0 + seconds * 1000;
 	flow_target = events;
 	flow_end_ms = UINT64_MAX;
-	pthread_create(&thr, NULL, consumer,
-		       (void *)(uintptr_t)(node ? RV_EVENT_RECV : RV_EVENT_SEND));
+	for (t = 0; t < consumers; t++)
+		pthread_create(&thr[t], NULL, consumer,
+			       (void *)(uintptr_t)(node ? RV_EVENT_RECV :
+						   RV_EVENT_SEND));
 	ret = node ? 0 : produce(&eagain, &posted);
 	if (end_seconds)
 		set_target(posted);
-	pthread_join(thr, NULL);
+	for (t = 0; t < consumers; t++)
+		pthread_join(thr[t], NULL);
 	ms = rv_now_ms() - t0;
 	for (i = 0; i < (end_seconds ? posted : events); i++)
 		missing += !C.seen[i];
 
-	printf("poll node%d: %llu events in %llu ms (up to %u per read), %llu waits in poll(), %llu idle timeouts, %llu EAGAIN\n",
+	printf("poll node%d: %llu events in %llu ms (up to %u per read, %u consumers), %llu waits in poll(), %llu idle timeouts, %llu EAGAIN\n",
 	       node, (unsigned long long)C.consumed, (unsigned long long)ms,
-	       batch,
+	       batch, consumers,
 	       (unsigned long long)C.waits, (unsigned long long)C.timeouts,
 	       (unsigned long long)eagain);
 	if (end_seconds) {
@@ -359,6 +379,6 @@ out:
 	return failures ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] [-k END_SECONDS] [-b BATCH] PEER_IP\n");
+	fprintf(stderr, "usage: rv_poll_test -N 0|1 [-n EVENTS] [-T SECONDS] [-k END_SECONDS] [-b BATCH] [-c CONSUMERS] PEER_IP\n");
 	return 2;
 }

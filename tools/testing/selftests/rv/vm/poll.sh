@@ -10,7 +10,9 @@
 #                      then EVENTS / 5 more with the consumers taking one
 #                      event per read ("one-" checks): each consumer
 #                      goes back to poll() after every event, racing
-#                      every post with a sleep
+#                      every post with a sleep; then EVENTS / 5 with two
+#                      consumer threads on each ring ("two-" checks):
+#                      each event reaches exactly one of them
 #   poll.sh teardown   3 rounds: node1's process is SIGKILLed in the middle
 #                      of the stream, so its QPs are torn down with
 #                      receive completions still arriving (run with
@@ -84,4 +86,5 @@ pass() {
 
 pass "" "$events"
 pass one $((events / 5 > 0 ? events / 5 : 1)) -b 1
+pass two $((events / 5 > 0 ? events / 5 : 1)) -c 2
 tap_end
