@@ -16,8 +16,9 @@
  * read, "out" written back; "0: default" means the module parameter of
  * the same name.  The layout is the same on i386, x32 and x86-64.
  *
- * Errors of every command: ENOTTY, EFAULT, EINVAL, E2BIG, ENOMEM.
- * Errors of every command that needs ATTACH: ENOTCONN, EPERM.
+ * Errors of every command: ENOTTY, EFAULT, EINVAL, E2BIG, ENOMEM.  Each
+ * struct's "Errors:" line adds the command's own (ENOTCONN: not attached;
+ * EPERM: not the attaching process, for the commands that check it).
  */
 #ifndef _UAPI_RDMA_RV_USER_IOCTLS_H
 #define _UAPI_RDMA_RV_USER_IOCTLS_H
