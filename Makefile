@@ -303,7 +303,9 @@ install-dkms:
 	$(INSTALL) -m 644 include/uapi/rdma/rv_user_ioctls.h \
 		$(DKMS_DIR)/include/uapi/rdma/
 
-# groff -ww on rv(7) (and mandoc -T lint when installed), then librv's pages.
+# groff -ww on rv(7) (and mandoc -T lint when installed), then librv's pages,
+# then check_man.py: the module parameters, the uAPI header's errnos and
+# librv's errnos against rv(7) and the librv pages (see the script).
 check-man:
 	@for m in man/rv.7 tools/rvstat/rvstat.8 lib/librv-fi/man/fi_rv.7; do \
 		out=$$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z $$m 2>&1); \
@@ -311,6 +313,7 @@ check-man:
 	done
 	@if command -v mandoc >/dev/null; then mandoc -T lint -W warning man/rv.7 tools/rvstat/rvstat.8 lib/librv-fi/man/fi_rv.7; fi
 	$(MAKE) -s -C $(LIBRV) check-man
+	python3 $(SELFTESTS)/check_man.py $(CURDIR)
 
 # ---- Debug kernel: KASAN, lockdep, kmemleak, fault injection, UBSAN -------
 # Built from linux-source-$(KERNEL) by build-debug-kernel.sh and cached
