@@ -81,7 +81,7 @@ int rv_evict(struct rv *rv, struct rv_evict *e);
 /* RV_IOCTL_MR_STATS: the file's MR cache figures, into @s. */
 int rv_mr_stats(struct rv *rv, struct rv_mr_stats *s);
 
-/* Copy up to @max pending events from the ring; no system call. */
+/* Copy up to @max pending events; no system call; thread-safe. */
 int rv_poll_events(struct rv *rv, struct rv_event *events, unsigned int max);
 
 /* Sleep until events are pending, at most @timeout_ms (-1: no limit). */
