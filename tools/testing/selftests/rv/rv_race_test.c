@@ -189,7 +189,7 @@ static int target(void)
 	rv_check(!bad, "target-no-other-event", "%llu other events",
 	      (unsigned long long)bad);
 	rv_close(rv);
-	return rv_check_fails ? 1 : 0;
+	return rv_check_failures() ? 1 : 0;
 }
 
 /* ---- racer -------------------------------------------------------------- */
@@ -425,7 +425,7 @@ static int racer(void)
 		one_round(i, iova, rkey, tslot);
 	publish("done", "1\n");
 	rv_close(anchor);
-	return rv_check_fails ? 1 : 0;
+	return rv_check_failures() ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -193,5 +193,5 @@ int main(int argc, char **argv)
 		       i, atomic_load(&st[i].regs), mib);
 		rv_close(st[i].rv);
 	}
-	return rv_check_fails ? 1 : 0;
+	return rv_check_failures() ? 1 : 0;
 }

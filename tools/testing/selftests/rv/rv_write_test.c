@@ -166,49 +166,10 @@ check(bool ok, const char *name, const char *fmt, ...)
 
 /* ---- the pattern ----------------------------------------------------- */
 
-/* Region bytes are words rv_mix64(seed + word index): a function of position. */
-static void pat_fill(uint8_t *base, uint64_t len, uint64_t seed)
-{
-	uint64_t i, w;
-
-	for (i = 0; i < len / 8; i++) {
-		w = rv_mix64(seed + i);
-		memcpy(base + i * 8, &w, 8);
-	}
-	for (i = len & ~7ULL; i < len; i++) {
-		w = rv_mix64(seed + i / 8);
-		base[i] = ((uint8_t *)&w)[i & 7];
-	}
-}
-
-/* First offset in [off, off + len) that differs from the pattern, or -1. */
-static int64_t pat_check(const uint8_t *base, uint64_t off, uint64_t len,
-			 uint64_t seed)
-{
-	uint64_t o = off, end = off + len, w;
-
-	while (o < end) {
-		if (!(o & 7) && end - o >= 8) {
-			w = rv_mix64(seed + o / 8);
-			if (memcmp(base + o, &w, 8))
-				break;
-			o += 8;
-			continue;
-		}
-		w = rv_mix64(seed + o / 8);
-		if (base[o] != ((uint8_t *)&w)[o & 7])
-			return (int64_t)o;
-		o++;
-	}
-	while (o < end) {	/* locate the byte inside the bad word */
-		w = rv_mix64(seed + o / 8);
-		if (base[o] != ((uint8_t *)&w)[o & 7])
-			return (int64_t)o;
-		o++;
-	}
-	return -1;
-}
-
+/*
+ * Region bytes are rv_pat_fill()'s words, a function of position; messages
+ * are separated by GUARD sentinel bytes.
+ */
 static int64_t sentinel_check(const uint8_t *p, uint64_t off, uint64_t len)
 {
 	uint64_t i;
@@ -221,22 +182,21 @@ static int64_t sentinel_check(const uint8_t *p, uint64_t off, uint64_t len)
 
 /* ---- files in the shared directory ------------------------------------ */
 
-static void path_of(char *p, size_t n, const char *name)
+/* DIR/KEY.<name>; waits end at this rank's deadline. */
+static struct rv_share share(void)
 {
-	snprintf(p, n, "%s/%s.%s", dir, key, name);
+	return (struct rv_share){ .dir = dir, .key = key,
+				  .deadline_ms = C.deadline_ms };
 }
 
 /* Written whole or not at all: readers on other nodes poll for it. */
 static void publish(const char *name, const char *text)
 {
-	char p[512], tmp[600];
-	FILE *f;
+	struct rv_share s = share();
+	int ret = rv_share_publish(&s, name, text);
 
-	path_of(p, sizeof(p), name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", p, getpid());
-	f = fopen(tmp, "w");
-	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, p)) {
-		diag("publish %s: %s", p, strerror(errno));
+	if (ret) {
+		diag("publish %s.%s: %s", key, name, strerror(-ret));
 		exit(1);
 	}
 }
@@ -244,33 +204,21 @@ static void publish(const char *name, const char *text)
 /* Wait (bounded) for a published file and read it; false on timeout. */
 static bool fetch(const char *name, char *buf, size_t n)
 {
+	struct rv_share s = share();
 	char p[512];
-	size_t got;
-	FILE *f;
 
-	path_of(p, sizeof(p), name);
-	for (;;) {
-		f = fopen(p, "r");
-		if (f) {
-			got = fread(buf, 1, n - 1, f);
-			fclose(f);
-			buf[got] = 0;
-			return true;
-		}
-		if (expired()) {
-			diag("timed out waiting for %s", p);
-			return false;
-		}
-		usleep(50000);
-	}
+	if (rv_share_fetch(&s, name, buf, n))
+		return true;
+	rv_share_path(&s, p, sizeof(p), name);
+	diag("timed out waiting for %s", p);
+	return false;
 }
 
 static bool exists(const char *name)
 {
-	char p[512];
+	struct rv_share s = share();
 
-	path_of(p, sizeof(p), name);
-	return !access(p, F_OK);
+	return rv_share_exists(&s, name);
 }
 
 /* Whether @name appears within @ms milliseconds. */
@@ -323,26 +271,13 @@ static int attach_prepare(struct rv_attach *a, uint32_t ring_entries)
 {
 	int idx, gid, ret;
 
-	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
-	if (idx < 0 || gid < 0) {
-		diag("no device %s or no IPv4 RoCE v2 GID", rv_test_ibdev());
-		return 4;
-	}
-	ret = rv_open(&C.rv, 0);
-	if (ret) {
-		diag("rv_open: %s", strerror(-ret));
-		return ret == -ENOENT ? 4 : 1;
-	}
-	memset(a, 0, sizeof(*a));
-	a->dev_index = idx;
-	a->port_num = RV_TEST_PORT;
-	a->gid_index = gid;
+	ret = rv_test_open(&C.rv, &idx, &gid);
+	if (ret)
+		return ret;
+	rv_attach_job(a, idx, gid, C.key);
 	a->num_conn = num_conn;
 	a->slot_bits = job_slot_bits;
 	a->ring_entries = ring_entries;
-	a->job_key_len = strlen(C.key);
-	memcpy(a->job_key, C.key, a->job_key_len);
 	return 0;
 }
 
@@ -787,7 +722,7 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 			return false;
 		d->buf = scatter_src ? map_scattered(d->plan.region) :
 				       map_buf(d->plan.region);
-		pat_fill(d->buf, d->plan.region, d->seed);
+		rv_pat_fill(d->buf, d->plan.region, d->seed);
 		d->done = calloc(d->plan.n + 1, 1);
 		ret = rv_reg_mem(C.rv, d->buf, d->plan.region,
 				 RV_ACCESS_LOCAL_WRITE, NULL);
@@ -951,7 +886,7 @@ static void on_event(struct stream *st, const struct rv_event *e)
 				    why);
 		}
 		/* The data must be there when the event is. */
-		bad = pat_check(st->rbuf + s->off, m->off, m->len, s->seed);
+		bad = rv_pat_check(st->rbuf + s->off, m->off, m->len, s->seed);
 		if (bad >= 0) {
 			snprintf(why, sizeof(why),
 				 "rank %d seq %u len %llu: byte %lld of the message differs at RECV time",
@@ -1111,7 +1046,7 @@ static void stream_verify(struct stream *st)
 					 s->rank, (long long)bad, i);
 				break;
 			}
-			bad = pat_check(base, m->off, m->len, s->seed);
+			bad = rv_pat_check(base, m->off, m->len, s->seed);
 			if (bad >= 0)
 				snprintf(why, sizeof(why),
 					 "from rank %d seq %u: byte %lld differs at the end",
@@ -1698,7 +1633,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	if (!connect_node(1))
 		return;
 	src = map_buf(1 << 20);
-	pat_fill(src, 1 << 20, 0x1234);
+	rv_pat_fill(src, 1 << 20, 0x1234);
 	mr = rv_reg_mem(C.rv, src, 1 << 20, 0, NULL);
 	if (!check(mr > 0, "reg-src", "rv_reg_mem: %s", strerror(-mr)))
 		return;
@@ -1945,7 +1880,7 @@ static void errors_target(void)
 			} else if (kind == KIND_CLEAN) {
 				/* clean writes land at the start of M1 */
 				if (ev[i].bytes != 4096 ||
-				    pat_check(m1, 0, 4096, 0x1234) >= 0)
+				    rv_pat_check(m1, 0, 4096, 0x1234) >= 0)
 					stray++;
 				clean++;
 			} else if (kind == KIND_M2) {
@@ -1993,7 +1928,7 @@ static void errors_target(void)
 	check(stray == 0, "target-no-stray", "%u unexpected events or bad data", stray);
 	/* The one good M3 write landed, nothing around M3 was touched. */
 	check(m3_recv == 1 &&
-	      pat_check(m3 + M3_OFF + M3_LEN - 4096, 0, 4096, 0x1234) < 0 &&
+	      rv_pat_check(m3 + M3_OFF + M3_LEN - 4096, 0, 4096, 0x1234) < 0 &&
 	      sentinel_check(m3, 0, M3_OFF + M3_LEN - 4096) < 0 &&
 	      sentinel_check(m3, M3_OFF + M3_LEN, 3 * 4096 - M3_OFF - M3_LEN) < 0,
 	      "m3-exact-bounds", "%u M3 RECVs; sentinels around M3 intact: before %lld after %lld",
@@ -2010,14 +1945,14 @@ static void errors_target(void)
 		      "memory mapped after munmap was written");
 	/* The two good M4 writes landed and nothing else of M4 changed. */
 	check(m4_recv == 2 &&
-	      pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 &&
-	      pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 &&
+	      rv_pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 &&
+	      rv_pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 &&
 	      sentinel_check(m4, 0, chunk - 4096) < 0 &&
 	      sentinel_check(m4, chunk + 4096, chunk - 4096) < 0,
 	      "m4-key-chunk-bounds", "%u M4 RECVs (want 2); data at the boundary %s/%s; sentinels %s",
 	      m4_recv,
-	      pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
-	      pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
+	      rv_pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
+	      rv_pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
 	      sentinel_check(m4, 0, chunk - 4096) < 0 &&
 	      sentinel_check(m4, chunk + 4096, chunk - 4096) < 0 ? "intact" : "WRITTEN");
 	diag("target: %u clean, %u m2 RECVs", clean, m2_recv);
@@ -2141,7 +2076,7 @@ static void ring_sender(void)
 		return;
 	usleep(300000);
 	src = map_buf(4096);
-	pat_fill(src, 4096, 0xfeed);
+	rv_pat_fill(src, 4096, 0xfeed);
 	mr = rv_reg_mem(C.rv, src, 4096, 0, NULL);
 	memset(&w, 0, sizeof(w));
 	w.wr_id = 77;
@@ -2226,7 +2161,7 @@ static void ring_receiver(void)
 		      ev[0].kind == RV_EVENT_RECV &&
 		      rv_imm_user(C.slot_bits, ev[0].imm) == 0x777 &&
 		      ev[0].bytes == 4096 &&
-		      pat_check(C.ring_buf, 0, 4096, 0xfeed) < 0,
+		      rv_pat_check(C.ring_buf, 0, 4096, 0xfeed) < 0,
 		      "poll-wakes-on-recv",
 		      "poll %d revents %x after %llu ms, %d events",
 		      ret, pfd.revents, (unsigned long long)(rv_now_ms() - t0), n);
