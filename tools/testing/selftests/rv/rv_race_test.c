@@ -32,7 +32,7 @@
  * lock order, a lost completion) shows in its log (run_tests.sh scans
  * it) or in these checks.
  *
- * Prints "check PASS|FAIL name" lines; exit status 0 when all passed, 4
+ * Prints kselftest TAP results; exit status 0 when all passed, 4
  * (kselftest skip) without a device.
  */
 #define _GNU_SOURCE

@@ -48,8 +48,8 @@
  *  victim   like fail, send only, never ends by itself: the script kills it
  *  sink     receive only, every arrival checked, until <KEY>.stop
  *
- * Output: "check PASS|FAIL name[: why]" lines and "#" diagnostics, turned
- * into TAP by reliability.sh.  Exit status 0 when every check passed, 1
+ * Output: kselftest TAP results (rv_check()) and "#" diagnostics, which
+ * reliability.sh makes its own.  Exit status 0 when every check passed, 1
  * otherwise, 4 without rv or a device.  Every wait is bounded by -T.
  */
 #define _GNU_SOURCE
@@ -118,20 +118,16 @@ static uint32_t inflight_at_fault;
 static bool __attribute__((format(printf, 3, 4)))
 check(bool ok, const char *name, const char *fmt, ...)
 {
-	char why[512];
+	char full[256];
 	va_list ap;
 
 	checks++;
-	if (ok) {
-		rv_out("check PASS %s.n%d.i%d.%s", mode, node, idx, name);
-		return true;
-	}
+	failures += !ok;
+	snprintf(full, sizeof(full), "%s.n%d.i%d.%s", mode, node, idx, name);
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	rv_vcheck(ok, full, fmt, ap);
 	va_end(ap);
-	failures++;
-	rv_out("check FAIL %s.n%d.i%d.%s: %s", mode, node, idx, name, why);
-	return false;
+	return ok;
 }
 
 static bool is(const char *m)

@@ -18,6 +18,7 @@
 
 #include <linux/capability.h>
 
+#include "kselftest.h"
 #include "rv_test_util.h"
 
 const char *rv_test_ibdev(void)
@@ -305,24 +306,27 @@ void rv_out(const char *fmt, ...)
 		_exit(1);
 }
 
-static unsigned int rv_check_fails;
-
 /*
- * One "check PASS|FAIL name[: why]" line, which vm/tap.sh's tap_checks
- * turns into a TAP result.
+ * kselftest's result functions print with stdio: stdout is held for the
+ * result's lines and flushed at once, so that a result is one write(2)
+ * (rv_out()'s lines and other processes' results go between results,
+ * never into one) and nothing is left in the buffer for fork() to copy.
  */
 bool rv_vcheck(bool ok, const char *name, const char *fmt, va_list ap)
 {
 	char why[512];
 
+	flockfile(stdout);
 	if (ok) {
-		rv_out("check PASS %s", name);
-		return true;
+		ksft_test_result_pass("%s\n", name);
+	} else {
+		vsnprintf(why, sizeof(why), fmt, ap);
+		ksft_print_msg("%s: %s\n", name, why);
+		ksft_test_result_fail("%s\n", name);
 	}
-	vsnprintf(why, sizeof(why), fmt, ap);
-	rv_out("check FAIL %s: %s", name, why);
-	rv_check_fails++;
-	return false;
+	fflush(stdout);
+	funlockfile(stdout);
+	return ok;
 }
 
 bool rv_check(bool ok, const char *name, const char *fmt, ...)
@@ -343,10 +347,14 @@ void rv_check_skip(const char *name, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	rv_out("check SKIP %s: %s", name, why);
+	flockfile(stdout);
+	/* kselftest's skip: "ok N # SKIP <what>"; the name comes first. */
+	ksft_test_result_skip("%s: %s\n", name, why);
+	fflush(stdout);
+	funlockfile(stdout);
 }
 
 unsigned int rv_check_failures(void)
 {
-	return rv_check_fails;
+	return ksft_get_fail_cnt();
 }

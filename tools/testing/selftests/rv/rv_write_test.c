@@ -59,8 +59,9 @@
  *          holder gets only the writes sent after it attached.  SKIP when
  *          rv runs with slot_quarantine_ms=0.
  *
- * Output: one line per check, "check PASS name" or "check FAIL name: why",
- * or "check SKIP name: why" for one this device leaves nothing to check
+ * Output: one kselftest TAP result per check (rv_check()), "ok N name" or
+ * "not ok N name" after a "# name: why" line, or "ok N # SKIP name: why"
+ * for one this device leaves nothing to check
  * for (write.sh turns them into TAP), "#" lines are diagnostics.  Exit status
  * 0 when every check passed, 1 otherwise, 4 (skip) without rv or a device.
  */
@@ -144,24 +145,37 @@ static bool expired(void)
 
 #define diag(fmt, ...) rv_out("# n%d.p%d: " fmt, node, C.proc, ##__VA_ARGS__)
 
-/* A check: named n<node>.p<proc>.<name> so write.sh's TAP names are unique. */
+/*
+ * A check: named n<node>.p<proc>.<name> so write.sh's TAP names are
+ * unique.
+ */
 static bool __attribute__((format(printf, 3, 4)))
 check(bool ok, const char *name, const char *fmt, ...)
 {
-	char why[512];
+	char full[256];
 	va_list ap;
 
 	C.checks++;
-	if (ok) {
-		rv_out("check PASS n%d.p%d.%s", node, C.proc, name);
-		return true;
-	}
+	C.failures += !ok;
+	snprintf(full, sizeof(full), "n%d.p%d.%s", node, C.proc, name);
+	va_start(ap, fmt);
+	rv_vcheck(ok, full, fmt, ap);
+	va_end(ap);
+	return ok;
+}
+
+/* A check this device or configuration leaves nothing to check for. */
+static void __attribute__((format(printf, 2, 3)))
+check_skip(const char *name, const char *fmt, ...)
+{
+	char full[256], why[512];
+	va_list ap;
+
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	C.failures++;
-	rv_out("check FAIL n%d.p%d.%s: %s", node, C.proc, name, why);
-	return false;
+	snprintf(full, sizeof(full), "n%d.p%d.%s", node, C.proc, name);
+	rv_check_skip(full, "%s", why);
 }
 
 /* ---- the pattern ----------------------------------------------------- */
@@ -1267,8 +1281,9 @@ static void split_by_size_note(void)
 		     (unsigned long long)big, C.max_segment);
 		return;
 	}
-	rv_out("check SKIP n%d.p%d.split-by-size: the largest -B write (%llu) is not over this device's max_segment (%u): rv splits nothing by size",
-	       node, C.proc, (unsigned long long)big, C.max_segment);
+	check_skip("split-by-size",
+		   "the largest -B write (%llu) is not over this device's max_segment (%u): rv splits nothing by size",
+		   (unsigned long long)big, C.max_segment);
 }
 
 /* ---- errors mode ----------------------------------------------------- */
@@ -2548,8 +2563,7 @@ static void mode_slot(void)
 		return;
 	if (!q.slot_quarantine_ms) {
 		C.checks++;
-		rv_out("check SKIP n%d.p%d.slot: rv loaded with slot_quarantine_ms=0",
-		       node, C.proc);
+		check_skip("slot", "rv loaded with slot_quarantine_ms=0");
 		return;
 	}
 	job_slot_bits = Q_SLOT_BITS;
@@ -2631,6 +2645,7 @@ int main(int argc, char **argv)
 	int c, i, status, rc = 0, left;
 	bool skip = false;
 	uint64_t until;
+	char name[64];
 	char *tok;
 
 	while ((c = getopt(argc, argv, "m:D:k:N:P:b:M:B:F:C:c:T:S")) != -1) {
@@ -2702,13 +2717,18 @@ int main(int argc, char **argv)
 			if (WIFEXITED(status) && WEXITSTATUS(status) == 4) {
 				skip = true;
 			} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-				rv_out("check FAIL n%d.p%d.exit: %s %d", node, i,
-				    WIFEXITED(status) ? "exit status" : "signal",
-				    WIFEXITED(status) ? WEXITSTATUS(status) :
-				    WTERMSIG(status));
+				snprintf(name, sizeof(name), "n%d.p%d.exit",
+					 node, i);
+				rv_check(false, name, "%s %d",
+					 WIFEXITED(status) ? "exit status" :
+					 "signal",
+					 WIFEXITED(status) ? WEXITSTATUS(status) :
+					 WTERMSIG(status));
 				rc = 1;
 			} else {
-				rv_out("check PASS n%d.p%d.exit", node, i);
+				snprintf(name, sizeof(name), "n%d.p%d.exit",
+					 node, i);
+				rv_check(true, name, "exit status 0");
 			}
 			continue;
 		}
@@ -2716,8 +2736,11 @@ int main(int argc, char **argv)
 			for (i = 0; i < procs; i++)
 				if (pids[i] > 0) {
 					kill(pids[i], SIGKILL);
-					rv_out("check FAIL n%d.p%d.exit: killed after %d s",
-					    node, i, timeout_s + 30);
+					snprintf(name, sizeof(name),
+						 "n%d.p%d.exit", node, i);
+					rv_check(false, name,
+						 "killed after %d s",
+						 timeout_s + 30);
 				}
 			while (waitpid(-1, NULL, 0) > 0)
 				;
