@@ -62,6 +62,31 @@ tap_run() {
 	fi
 }
 
+# tap_check NAME CMD...: one result from CMD's exit status, CMD run in
+# this shell (unlike tap_run's, its variables stay set); its output is
+# shown as diagnostics.
+tap_check() {
+	local name=$1 log rc=0
+	shift
+	log=$(mktemp) || { tap_fail "$name" "mktemp failed"; return; }
+	"$@" >"$log" 2>&1 || rc=$?
+	sed '/^#/!s/^/# /' "$log"
+	rm -f "$log"
+	if [[ $rc -eq 0 ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "exit status $rc: $*"
+	fi
+}
+
+# tap_skip_all REASON: a plan of no test, skipped; exits with kselftest's
+# skip status (4).
+tap_skip_all() {
+	tap_begin
+	echo "1..0 # SKIP $1"
+	exit 4
+}
+
 # tap_checks [PREFIX]: the kselftest TAP of a test program (or of several
 # processes sharing its stdout) on stdin, as results of this script,
 # numbered on: "ok N NAME", "not ok N NAME" and kselftest's skip
