@@ -219,7 +219,7 @@ endif
 BENCH_ARGS ?=
 bench-write: all
 	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
-	$(SELFTESTS)/vm/bench-write.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
+	$(SELFTESTS)/bench/bench-write.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
 
 # Lock statistics of the post path (README, "Lock statistics"): two VMs of
 # the debug kernel (CONFIG_LOCK_STAT) booted as check-debug boots them, P
@@ -231,7 +231,7 @@ bench-write: all
 lockstat-write: debug-module librv selftests
 	@set -euo pipefail; \
 	dk=$$($(DEBUG_KERNEL_SH) -q); \
-	$(SELFTESTS)/vm/lockstat-write.sh --kernel $$dk/bzImage \
+	$(SELFTESTS)/bench/lockstat-write.sh --kernel $$dk/bzImage \
 		--modules $$dk/modroot/lib/modules/$$(cat $$dk/release) \
 		--rv-ko $(DEBUG_RV_DIR)/rv.ko --mem $(RV_DEBUG_VM_MEM) \
 		--rv-args "$(RV_DEBUG_RV_ARGS) heartbeat_ms=4294967295" \
@@ -328,7 +328,7 @@ check-man:
 DEBUG_SANITIZER ?= kasan
 SMP_GROUPS := $(shell awk '/^[a-z]/ && $$2 ~ /x[2-9]/ { print $$1 }' \
 	$(SELFTESTS)/vm/tests.list)
-DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/vm/build-debug-kernel.sh -k $(KERNEL) \
+DEBUG_KERNEL_SH := $(CURDIR)/$(SELFTESTS)/debug-kernel/build-debug-kernel.sh -k $(KERNEL) \
 	-s $(DEBUG_SANITIZER)
 # rv.ko for the debug kernel, built from a copy of the sources so that it
 # never mixes objects with the normal rv.ko built in place by "module".

@@ -14,52 +14,29 @@ set -uo pipefail
 # build, which expects rv.ko in place.
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 
-n=0
-failed=0
+# shellcheck source=vm/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vm/tap.sh"
+
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
-# check NAME CMD...: one TAP result; the command's output becomes comments
-# when it fails.
-check() {
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$log/$n" 2>&1; then
-		echo "ok $n $name"
-	else
-		failed=1
-		sed 's/^/# /' "$log/$n" | tail -n 40
-		echo "not ok $n $name"
-	fi
-}
-
-# renumber NAME CMD...: CMD prints TAP of its own; renumber its results
-# into this stream (its diagnostics too), plus one result for its exit
-# status so that a crash before any "not ok" still fails.
+# renumber NAME CMD...: CMD prints TAP of its own; its results become
+# this script's (tap_checks), plus one result for its exit status so that
+# a crash before any "not ok" still fails.
 renumber() {
-	local name=$1 rc=0 line
+	local name=$1 rc=0
 	shift
 	"$@" >"$log/$name" 2>&1 || rc=$?
-	while IFS= read -r line; do
-		if [[ $line =~ ^(ok|not\ ok)\ [0-9]+\ (.*)$ ]]; then
-			n=$((n + 1))
-			[[ ${BASH_REMATCH[1]} == ok ]] || failed=1
-			echo "${BASH_REMATCH[1]} $n ${BASH_REMATCH[2]}"
-		elif [[ $line == "# "* ]]; then
-			echo "$line"
-		fi
-	done <"$log/$name"
-	check "$name-exit" test "$rc" -eq 0
+	tap_checks "" <"$log/$name"
+	tap_check "$name-exit" test "$rc" -eq 0
 }
 
-echo "TAP version 13"
+tap_begin
 renumber layout-check make -s -C tools/testing/selftests/rv layout-check
-check man-pages make -s check-man
+tap_check man-pages make -s check-man
 renumber driver-audit tools/testing/selftests/rv/check_driver_audit.sh
-check kernel-W=1 make -s lint-w1
-check kernel-sparse make -s lint-sparse
-check kernel-checkpatch make -s checkpatch
+tap_check kernel-W=1 make -s lint-w1
+tap_check kernel-sparse make -s lint-sparse
+tap_check kernel-checkpatch make -s checkpatch
 renumber install tools/testing/selftests/rv/install_test.sh
-echo "1..$n"
-exit "$failed"
+tap_end

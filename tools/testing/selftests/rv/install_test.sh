@@ -7,31 +7,16 @@
 # static.  TAP; run from the repo root after "make all".  Needs no RDMA
 # device: the program accepts a missing /dev/rv.
 #
-# shellcheck disable=SC2317	# the check functions are run through check()
+# shellcheck disable=SC2317	# the check functions are run through tap_check()
 
 set -uo pipefail
 
-n=0
-failed=0
+# shellcheck source=vm/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vm/tap.sh"
+
 stage=$(mktemp -d)
 trap 'rm -rf "$stage" "$stage.dkms"' EXIT
-log=$stage.log
 T=tools/testing/selftests/rv
-
-# check NAME CMD...: one TAP result; output shown when it fails.
-check() {
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$log" 2>&1; then
-		echo "ok $n $name"
-	else
-		failed=1
-		sed 's/^/# /' "$log" | tail -n 30
-		echo "not ok $n $name"
-	fi
-	rm -f "$log"
-}
 
 # The module directory is the kernel version the module was built for:
 # vermagic must name the directory it landed in.
@@ -198,18 +183,17 @@ uninstall_all() {
 	[[ -z $left ]] || { echo "left behind:"; echo "$left"; return 1; }
 }
 
-echo "TAP version 13"
-check install make -s install DESTDIR="$stage" PREFIX=/usr
-check install-module module_in_place
-check install-udev-rule udev_rule
-check install-man-pages man_pages
-check install-library library
-check install-pkg-config pc_file
-check install-build-shared build_shared
-check install-run-shared run_shared
-check install-build-run-static build_run_static
-check install-dkms-tree-builds dkms_tree
-check dkms-install-both-kernels dkms_both_kernels
-check uninstall uninstall_all
-echo "1..$n"
-exit "$failed"
+tap_begin
+tap_check install make -s install DESTDIR="$stage" PREFIX=/usr
+tap_check install-module module_in_place
+tap_check install-udev-rule udev_rule
+tap_check install-man-pages man_pages
+tap_check install-library library
+tap_check install-pkg-config pc_file
+tap_check install-build-shared build_shared
+tap_check install-run-shared run_shared
+tap_check install-build-run-static build_run_static
+tap_check install-dkms-tree-builds dkms_tree
+tap_check dkms-install-both-kernels dkms_both_kernels
+tap_check uninstall uninstall_all
+tap_end

@@ -325,7 +325,7 @@ TEST(conn_calls)
 	EXPECT_EQ(-ENOTCONN, rv_conn_destroy(rv, 1));
 
 	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	gid = rv_ipv4_gid(rv_test_ibdev(), RV_TEST_PORT, -1, NULL);
 	if (idx < 0 || gid < 0) {
 		rv_close(rv);
 		SKIP(return, "RDMA device %s with an IPv4 GID needed",
@@ -506,7 +506,7 @@ TEST(write_calls_attached)
 
 	NEED_RV();
 	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	gid = rv_ipv4_gid(rv_test_ibdev(), RV_TEST_PORT, -1, NULL);
 	if (idx < 0 || gid < 0)
 		SKIP(return, "RDMA device %s with an IPv4 GID needed",
 		     rv_test_ibdev());

@@ -49,15 +49,6 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts))
-		die("clock_gettime", errno);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* One series of timings, in microseconds. */
 struct series {
 	double *us;
@@ -199,13 +190,13 @@ static void mr_round(struct mr_bench *b, void *buf, uint64_t len,
 	uint64_t t0, t1, t2;
 	int h_miss, h_hit, ret;
 
-	t0 = now_ns();
+	t0 = rv_now_ns();
 	mr = ibv_reg_mr(b->pd, buf, len, BENCH_IBV_ACCESS);
-	t1 = now_ns();
+	t1 = rv_now_ns();
 	if (!mr)
 		die("ibv_reg_mr", errno);
 	ret = ibv_dereg_mr(mr);
-	t2 = now_ns();
+	t2 = rv_now_ns();
 	if (ret)
 		die("ibv_dereg_mr", ret);
 	if (row) {
@@ -213,10 +204,10 @@ static void mr_round(struct mr_bench *b, void *buf, uint64_t len,
 		series_add(&row->ibv_rt, t0, t2);
 	}
 
-	t0 = now_ns();
+	t0 = rv_now_ns();
 	h_miss = rv_reg_mem_keys(b->rv, buf, len, BENCH_RV_ACCESS, &out, keys,
 				 RV_MAX_REG_KEYS);
-	t1 = now_ns();
+	t1 = rv_now_ns();
 	if (h_miss < 0)
 		die("rv_reg_mem (miss)", -h_miss);
 	b->misses++;
@@ -226,14 +217,14 @@ static void mr_round(struct mr_bench *b, void *buf, uint64_t len,
 	if (ret < 0)
 		die("rv_dereg_mem (miss)", -ret);
 
-	t0 = now_ns();
+	t0 = rv_now_ns();
 	h_hit = rv_reg_mem_keys(b->rv, buf, len, BENCH_RV_ACCESS, &out, keys,
 				RV_MAX_REG_KEYS);
-	t1 = now_ns();
+	t1 = rv_now_ns();
 	if (h_hit < 0)
 		die("rv_reg_mem (hit)", -h_hit);
 	ret = rv_dereg_mem(b->rv, h_hit);
-	t2 = now_ns();
+	t2 = rv_now_ns();
 	if (ret < 0)
 		die("rv_dereg_mem (hit)", -ret);
 	b->hits++;
@@ -253,9 +244,9 @@ static void mr_round(struct mr_bench *b, void *buf, uint64_t len,
 	 * allows a hit; timing one here, next to the hit, tells the cache's
 	 * own work apart from system call overhead.
 	 */
-	t0 = now_ns();
+	t0 = rv_now_ns();
 	ret = rv_mr_stats(b->rv, &st);
-	t1 = now_ns();
+	t1 = rv_now_ns();
 	if (ret)
 		die("rv_mr_stats", -ret);
 	if (row)
@@ -729,7 +720,7 @@ static int xchg_accept(unsigned int port, struct sockaddr_in *peer)
 /* Client: retries while the server is not listening yet (bounded). */
 static int xchg_connect(const struct sockaddr_in *srv)
 {
-	uint64_t deadline = now_ns() + XCHG_WAIT_S * 1000000000ULL;
+	uint64_t deadline = rv_now_ns() + XCHG_WAIT_S * 1000000000ULL;
 	int fd;
 
 	for (;;) {
@@ -742,7 +733,7 @@ static int xchg_connect(const struct sockaddr_in *srv)
 		    errno != ENETUNREACH && errno != EINTR)
 			die("connect (control port)", errno);
 		close(fd);
-		if (now_ns() > deadline)
+		if (rv_now_ns() > deadline)
 			die("waiting for the server", ETIMEDOUT);
 		usleep(200000);
 	}
@@ -783,7 +774,7 @@ static void wr_setup(struct wr_node *n, const struct wr_opts *o,
 		die("TCP_NODELAY", errno);
 
 	if (gid < 0)
-		gid = rv_test_ipv4_gid(o->ibdev, NULL);
+		gid = rv_ipv4_gid(o->ibdev, RV_TEST_PORT, -1, NULL);
 	if (gid < 0) {
 		fprintf(stderr, "%s: %s has no RoCE v2 IPv4 GID\n", prog,
 			o->ibdev);
@@ -1063,7 +1054,7 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 	}
 	if (o->cpu)
 		r->cpu_ticks = cpu_busy_ticks();
-	t0 = now_ns();
+	t0 = rv_now_ns();
 	last = t0;
 	deadline = t0 + (uint64_t)o->seconds * 1000000000ULL;
 	while (!stop || inflight) {
@@ -1079,7 +1070,7 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 				w[i].imm = rv_imm(n->slot_bits, n->peer.slot,
 						  (uint32_t)(posted + i));
 			}
-			t = now_ns();
+			t = rv_now_ns();
 			if (o->single) {
 				for (k = 0; k < want; k++) {
 					ret = rv_post_write(n->rv, &w[k]);
@@ -1096,7 +1087,7 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 					die("rv_post_writes", -ret);
 				k = ret < 0 ? 0 : (unsigned int)ret;
 			}
-			r->post_ns += now_ns() - t;
+			r->post_ns += rv_now_ns() - t;
 			if (k < want)
 				r->eagain++;
 			posted += k;
@@ -1112,7 +1103,7 @@ static void bw_send_size(struct wr_node *n, const struct wr_opts *o,
 			done++;
 			inflight--;
 		}
-		t = now_ns();
+		t = rv_now_ns();
 		if (got) {
 			/*
 			 * The longest time without a completion while writes
@@ -1184,7 +1175,7 @@ static uint64_t bw_receive(struct wr_node *n, const struct wr_opts *o,
 
 			if (e->kind != RV_EVENT_RECV)
 				continue;
-			last = now_ns();
+			last = rv_now_ns();
 			if (!count++)
 				first = last;
 			total++;
@@ -1207,7 +1198,7 @@ static uint64_t bw_receive(struct wr_node *n, const struct wr_opts *o,
 		}
 		if (got)
 			continue;
-		if (expect != UINT64_MAX && now_ns() > deadline) {
+		if (expect != UINT64_MAX && rv_now_ns() > deadline) {
 			fprintf(stderr, "%s: %llu of %llu writes of %llu bytes arrived\n",
 				prog, (unsigned long long)count,
 				(unsigned long long)expect,
@@ -1233,12 +1224,12 @@ static uint64_t bw_receive(struct wr_node *n, const struct wr_opts *o,
 			count = bad = first = last = 0;
 			if (o->cpu)
 				ticks = cpu_busy_ticks();
-			start = now_ns();
+			start = rv_now_ns();
 			send_msg(n, MSG_READY, 0, 0, 0);
 			break;
 		case MSG_END:
 			expect = be64toh(m.a);
-			deadline = now_ns() + DRAIN_WAIT_MS * 1000000ULL;
+			deadline = rv_now_ns() + DRAIN_WAIT_MS * 1000000ULL;
 			break;
 		case MSG_DONE:
 			return total;
@@ -1431,13 +1422,13 @@ static int wr_parse(int argc, char **argv, struct wr_opts *o, bool bw)
  */
 static void wait_file(const char *path)
 {
-	uint64_t deadline = now_ns() + XCHG_WAIT_S * 1000000000ULL;
+	uint64_t deadline = rv_now_ns() + XCHG_WAIT_S * 1000000000ULL;
 	struct stat st;
 
 	while (stat(path, &st)) {
 		if (errno != ENOENT)
 			die(path, errno);
-		if (now_ns() > deadline)
+		if (rv_now_ns() > deadline)
 			die("waiting for the start file", ETIMEDOUT);
 		usleep(10000);
 	}
@@ -1579,10 +1570,10 @@ static void lat_post(struct lat_state *s, uint64_t round)
 
 static void lat_wait_recv(struct lat_state *s, uint64_t round)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = rv_now_ns();
 
 	while (!lat_reap(s, true, round)) {
-		if (now_ns() - t0 > DRAIN_WAIT_MS * 1000000ULL) {
+		if (rv_now_ns() - t0 > DRAIN_WAIT_MS * 1000000ULL) {
 			fprintf(stderr, "%s: no write arrived in round %llu\n",
 				prog, (unsigned long long)round);
 			exit(1);
@@ -1629,16 +1620,16 @@ static int cmd_lat(int argc, char **argv)
 			lat_post(&s, i);
 			continue;
 		}
-		t0 = now_ns();
+		t0 = rv_now_ns();
 		lat_post(&s, i);
 		lat_wait_recv(&s, i);
 		if (i >= s.o.warmup)
-			series_add(&rtt, t0, now_ns());
+			series_add(&rtt, t0, rv_now_ns());
 	}
 	/* The last SENDs, so that the figures can be checked. */
-	t0 = now_ns();
+	t0 = rv_now_ns();
 	while (s.sends < rounds) {
-		if (now_ns() - t0 > DRAIN_WAIT_MS * 1000000ULL)
+		if (rv_now_ns() - t0 > DRAIN_WAIT_MS * 1000000ULL)
 			die("waiting for the last completions", ETIMEDOUT);
 		if (!lat_reap(&s, false, rounds))
 			wait_events(&s.n, s.o.sleep);

@@ -201,14 +201,9 @@ int main(int argc, char **argv)
 	ret = rv_test_open(&rv, &idx, &gid);
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.dev_index = idx;
-	a.port_num = RV_TEST_PORT;
-	a.gid_index = gid;
+	rv_attach_job(&a, idx, gid, key);
 	a.num_conn = num_conn;
 	a.heartbeat_ms = heartbeat_ms;
-	a.job_key_len = strlen(key);
-	memcpy(a.job_key, key, a.job_key_len);
 	ret = rv_attach(rv, &a);
 	if (ret < 0) {
 		fprintf(stderr, "rv_attach: %s\n", strerror(-ret));

@@ -354,7 +354,7 @@ int main(void)
 		return 4;
 	}
 	dev_index = rv_device_index(ibdev);
-	gid_index = rv_test_ipv4_gid(ibdev, NULL);
+	gid_index = rv_ipv4_gid(ibdev, RV_TEST_PORT, -1, NULL);
 	/* Aligned: inside one remote key chunk (at least 1 MiB). */
 	buf = rv_map_aligned(BUF_BYTES, BUF_BYTES);
 	if (buf)

@@ -613,7 +613,7 @@ int main(int argc, char **argv)
 		printf("ok 2 fuzz # SKIP\nok 3 accounting # SKIP\n");
 		return 0;
 	}
-	f.gid_index = rv_test_ipv4_gid(f.ibdev, NULL);
+	f.gid_index = rv_ipv4_gid(f.ibdev, RV_TEST_PORT, -1, NULL);
 	for (b = 0; b < NBUF; b++) {
 		/* Aligned: one remote key (chunks of at least 1 MiB). */
 		f.buf[b] = rv_map_aligned(BUF_BYTES, BUF_BYTES);

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
 		}
 		a.ring_entries = ring_entries;
 		if (ipv4_gid) {
-			ret = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+			ret = rv_ipv4_gid(rv_test_ibdev(), RV_TEST_PORT, -1, NULL);
 			if (ret < 0) {
 				fprintf(stderr, "rv_hold: no IPv4 RoCE v2 GID on %s\n",
 					rv_test_ibdev());

@@ -28,40 +28,14 @@ RV_IBDEV=${RV_IBDEV:-rxe0}
 export RV_IBDEV
 HOLD=$here/rv_hold
 FORGE=$here/rv_cm_forge
-KSFT_SKIP=4
+# shellcheck source=vm/tap.sh
+. "$here/vm/tap.sh"
 
-n=0
-failed=0
 hold_pid=
 hold_in=
 
-ok() {
-	n=$((n + 1))
-	echo "ok $n $*"
-}
-
-not_ok() {
-	n=$((n + 1))
-	failed=1
-	echo "not ok $n $*"
-}
-
-# check NAME CMD...: one TAP line for whether CMD succeeds.
-check() {
-	local name=$1
-
-	shift
-	if "$@"; then
-		ok "$name"
-	else
-		not_ok "$name"
-	fi
-}
-
 skip_all() {
-	echo "TAP version 13"
-	echo "1..0 # SKIP $*"
-	exit $KSFT_SKIP
+	tap_skip_all "$*"
 }
 
 diag() {
@@ -231,44 +205,44 @@ was_loaded=0
 loaded && was_loaded=1
 trap cleanup EXIT
 
-echo "TAP version 13"
+tap_begin
 if ! loaded; then
-	check "insmod" load
+	tap_check "insmod" load
 fi
 cmport=$(cat /sys/module/rv/parameters/cm_port 2>/dev/null || echo 1023)
 
 # An open, unattached file pins the module.
 exec {rvfd}<>/dev/rv
-check "rmmod refused while /dev/rv is open" unload_refused
+tap_check "rmmod refused while /dev/rv is open" unload_refused
 exec {rvfd}>&-
 
 # An attached file pins it too, and owns the job's kernel PD.
 if hold_start -a; then
-	ok "attach $RV_IBDEV"
-	check "attached job has a kernel PD (comm [rv])" have_rv_pd
-	check "rmmod refused while a file is attached" unload_refused
-	check "rv_hold exits cleanly" hold_stop
+	tap_ok "attach $RV_IBDEV"
+	tap_check "attached job has a kernel PD (comm [rv])" have_rv_pd
+	tap_check "rmmod refused while a file is attached" unload_refused
+	tap_check "rv_hold exits cleanly" hold_stop
 else
-	not_ok "attach $RV_IBDEV"
+	tap_fail "attach $RV_IBDEV"
 fi
-check "no rv PD once every file is closed" no_rv_pd
+tap_check "no rv PD once every file is closed" no_rv_pd
 
-check "rmmod after close" unload
-check "/dev/rv gone after rmmod" test ! -e /dev/rv
-check "no rv PD after rmmod" no_rv_pd
+tap_check "rmmod after close" unload
+tap_check "/dev/rv gone after rmmod" test ! -e /dev/rv
+tap_check "no rv PD after rmmod" no_rv_pd
 
 # cm_port: privileged, or no load (rv(7), "Security model").
-check "insmod refused with cm_port=1024" load_refused cm_port=1024
-check "the log says cm_port=1024 is not privileged" \
+tap_check "insmod refused with cm_port=1024" load_refused cm_port=1024
+tap_check "the log says cm_port=1024 is not privileged" \
 	logged "rv: cm_port=1024 is not a privileged port"
-check "insmod refused with cm_port=0" load_refused cm_port=0
+tap_check "insmod refused with cm_port=0" load_refused cm_port=0
 # quiesce_ms: 1000..600000 (rv(7)).
-check "insmod refused with quiesce_ms=999" load_refused quiesce_ms=999
-check "the log says quiesce_ms=999 is out of range" \
+tap_check "insmod refused with quiesce_ms=999" load_refused quiesce_ms=999
+tap_check "the log says quiesce_ms=999 is out of range" \
 	logged "rv: quiesce_ms=999 out of range 1000..600000"
-check "insmod refused with quiesce_ms=600001" load_refused quiesce_ms=600001
+tap_check "insmod refused with quiesce_ms=600001" load_refused quiesce_ms=600001
 # Free once rv is gone; whoever holds it then keeps rv from loading.
-check "root can listen on cm_port $cmport without rv" \
+tap_check "root can listen on cm_port $cmport without rv" \
 	forge -L -P "$cmport"
 hold_out=$(mktemp)
 "$FORGE" -L -P "$cmport" -H 10000 >"$hold_out" 2>&1 &
@@ -277,14 +251,14 @@ for i in $(seq 50); do
 	grep -qs listening "$hold_out" && break
 	sleep 0.1
 done
-check "a root listener holds cm_port $cmport" grep -q listening "$hold_out"
-check "insmod refused while cm_port is held" load_refused
-check "the log says it cannot listen" logged "rv: cannot listen on cm_port $cmport"
+tap_check "a root listener holds cm_port $cmport" grep -q listening "$hold_out"
+tap_check "insmod refused while cm_port is held" load_refused
+tap_check "the log says it cannot listen" logged "rv: cannot listen on cm_port $cmport"
 kill "$squat_pid" 2>/dev/null
 wait "$squat_pid" 2>/dev/null
 rm -f "$hold_out"
-check "insmod again" load
-check "root cannot listen on cm_port while rv is loaded (EADDRNOTAVAIL)" \
+tap_check "insmod again" load
+tap_check "root cannot listen on cm_port while rv is loaded (EADDRNOTAVAIL)" \
 	forge -L -P "$cmport" -E 99
 
 for i in 1 2 3 4 5; do
@@ -297,12 +271,12 @@ for i in 1 2 3 4 5; do
 	unload || ok_cycle=0
 	load || ok_cycle=0
 	if [ $ok_cycle = 1 ]; then
-		ok "reload cycle $i (attach, close, rmmod, insmod)"
+		tap_ok "reload cycle $i (attach, close, rmmod, insmod)"
 	else
-		not_ok "reload cycle $i (attach, close, rmmod, insmod)"
+		tap_fail "reload cycle $i (attach, close, rmmod, insmod)"
 	fi
 done
-check "no rv PD after reload cycles" no_rv_pd
+tap_check "no rv PD after reload cycles" no_rv_pd
 
 # Device removal while a file is attached: rv releases the job's PD inside
 # the ib_client remove callback (or the core would wait forever), the file
@@ -313,32 +287,30 @@ attach_cycle() {
 netdev=$(rdma link show "$RV_IBDEV/1" 2>/dev/null |
 	sed -n 's/.* netdev \([^ ]*\).*/\1/p')
 if [ -z "$netdev" ]; then
-	echo "ok $((n += 1)) device removal while attached # SKIP $RV_IBDEV has no netdev link"
+	tap_skip "device removal while attached" "$RV_IBDEV has no netdev link"
 elif hold_start -a -m; then
 	# A remote-access registration only cached (its fast-registration
 	# MR) and a local-only one in use (pinned pages, no MR): removal
 	# releases both.
-	check "attached file holds 1 MR" rv_mrs_are 1
-	check "rdma link delete $RV_IBDEV while attached with MRs" \
+	tap_check "attached file holds 1 MR" rv_mrs_are 1
+	tap_check "rdma link delete $RV_IBDEV while attached with MRs" \
 		timeout 60 rdma link delete "$RV_IBDEV"
-	check "no rv MR after device removal" no_rv_mr
-	check "attached file drops its MR and closes after device removal" \
+	tap_check "no rv MR after device removal" no_rv_mr
+	tap_check "attached file drops its MR and closes after device removal" \
 		hold_stop
-	check "rmmod after device removal" unload
-	check "insmod after device removal" load
-	check "re-create $RV_IBDEV" \
+	tap_check "rmmod after device removal" unload
+	tap_check "insmod after device removal" load
+	tap_check "re-create $RV_IBDEV" \
 		rdma link add "$RV_IBDEV" type rxe netdev "$netdev"
-	check "attach to the re-created device" attach_cycle
-	check "rv (loaded before the device) listens on it" listener_serves
-	check "no rv PD after device removal and re-creation" no_rv_pd
+	tap_check "attach to the re-created device" attach_cycle
+	tap_check "rv (loaded before the device) listens on it" listener_serves
+	tap_check "no rv PD after device removal and re-creation" no_rv_pd
 else
-	not_ok "attach before device removal"
+	tap_fail "attach before device removal"
 fi
 
 if [ "$was_loaded" = 0 ]; then
-	check "final rmmod" unload
+	tap_check "final rmmod" unload
 fi
 
-echo "1..$n"
-[ $failed = 0 ] && exit 0
-exit 1
+tap_end

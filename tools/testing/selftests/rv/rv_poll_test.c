@@ -16,8 +16,8 @@
  * -b: the consumers take at most BATCH events per rv_poll_events() (1 to
  * 64, default 64).  With -b 1 a consumer goes back to poll() after
  * every event, so the posts that race a consumer taking the last event
- * and going to sleep are as many as possible.  Prints "check
- * PASS|FAIL name" lines and a "poll" summary; exit status 0 when
+ * and going to sleep are as many as possible.  Prints kselftest TAP
+ * results and a "poll" summary; exit status 0 when
  * every check passed, 4 (kselftest skip) without a device.
  *
  * -c: CONSUMERS threads (1 to 4, default 1) take events from the one ring
@@ -84,17 +84,18 @@ static bool flow_stop;		/* the consumer gave up */
 static uint64_t flow_target;	/* events the consumer waits for */
 static uint64_t flow_end_ms;	/* -k: when the posted writes must have ended */
 
+/* One TAP result; what was seen is said whether it passed or not. */
 static void check(bool ok, const char *name, const char *fmt, ...)
 {
+	char why[512];
 	va_list ap;
 
-	/* "check PASS name" + a diagnostic, or "check FAIL name: why". */
-	printf(ok ? "check PASS %s\n# %s: " : "check FAIL %s: ", name, name);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	printf("\n");
-	fflush(stdout);
+	if (ok)
+		rv_out("# %s: %s", name, why);
+	rv_check(ok, name, "%s", why);
 	failures += !ok;
 }
 

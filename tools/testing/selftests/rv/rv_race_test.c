@@ -32,7 +32,7 @@
  * lock order, a lost completion) shows in its log (run_tests.sh scans
  * it) or in these checks.
  *
- * Prints "check PASS|FAIL name" lines; exit status 0 when all passed, 4
+ * Prints kselftest TAP results; exit status 0 when all passed, 4
  * (kselftest skip) without a device.
  */
 #define _GNU_SOURCE
@@ -189,7 +189,7 @@ static int target(void)
 	rv_check(!bad, "target-no-other-event", "%llu other events",
 	      (unsigned long long)bad);
 	rv_close(rv);
-	return rv_check_fails ? 1 : 0;
+	return rv_check_failures() ? 1 : 0;
 }
 
 /* ---- racer -------------------------------------------------------------- */
@@ -425,7 +425,7 @@ static int racer(void)
 		one_round(i, iova, rkey, tslot);
 	publish("done", "1\n");
 	rv_close(anchor);
-	return rv_check_fails ? 1 : 0;
+	return rv_check_failures() ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -48,8 +48,8 @@
  *  victim   like fail, send only, never ends by itself: the script kills it
  *  sink     receive only, every arrival checked, until <KEY>.stop
  *
- * Output: "check PASS|FAIL name[: why]" lines and "#" diagnostics, turned
- * into TAP by reliability.sh.  Exit status 0 when every check passed, 1
+ * Output: kselftest TAP results (rv_check()) and "#" diagnostics, which
+ * reliability.sh makes its own.  Exit status 0 when every check passed, 1
  * otherwise, 4 without rv or a device.  Every wait is bounded by -T.
  */
 #define _GNU_SOURCE
@@ -118,20 +118,16 @@ static uint32_t inflight_at_fault;
 static bool __attribute__((format(printf, 3, 4)))
 check(bool ok, const char *name, const char *fmt, ...)
 {
-	char why[512];
+	char full[256];
 	va_list ap;
 
 	checks++;
-	if (ok) {
-		rv_out("check PASS %s.n%d.i%d.%s", mode, node, idx, name);
-		return true;
-	}
+	failures += !ok;
+	snprintf(full, sizeof(full), "%s.n%d.i%d.%s", mode, node, idx, name);
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	rv_vcheck(ok, full, fmt, ap);
 	va_end(ap);
-	failures++;
-	rv_out("check FAIL %s.n%d.i%d.%s: %s", mode, node, idx, name, why);
-	return false;
+	return ok;
 }
 
 static bool is(const char *m)
@@ -149,44 +145,21 @@ static bool receiving(void)
 	return strchr(xfer, 'r');
 }
 
-/* ---- pattern: 8-byte words, a function of seed and position --------- */
-
-/* msg_size is a multiple of 8 (main() insists), so words never straddle. */
-static void pat_fill(uint8_t *p, uint64_t len, uint64_t seed)
-{
-	uint64_t i, w;
-
-	for (i = 0; i < len / 8; i++) {
-		w = rv_mix64(seed + i);
-		memcpy(p + i * 8, &w, 8);
-	}
-}
-
-/* First bad byte offset of [off, off + len) of the buffer, or -1. */
-static int64_t pat_check(const uint8_t *p, uint64_t off, uint64_t len,
-			 uint64_t seed)
-{
-	uint64_t i, w;
-	int b;
-
-	for (i = off / 8; i < (off + len) / 8; i++) {
-		w = rv_mix64(seed + i);
-		if (memcmp(p + i * 8, &w, 8))
-			for (b = 0; b < 8; b++)
-				if (p[i * 8 + b] != ((uint8_t *)&w)[b])
-					return (int64_t)(i * 8 + b);
-	}
-	return -1;
-}
-
 /* ---- files in the shared directory ------------------------------------ */
 
-static void path_of(char *p, size_t n, const char *what, int nd, int ix)
+/*
+ * DIR/KEY.<what>.<nd>.<ix>, the file of process @ix of node @nd, or
+ * DIR/KEY.<what> (@ix < 0); waits end at the deadline.
+ */
+static struct rv_share share(const char *what, int nd, int ix, char *name,
+			     size_t n)
 {
 	if (ix < 0)
-		snprintf(p, n, "%s/%s.%s", dir, key, what);
+		snprintf(name, n, "%s", what);
 	else
-		snprintf(p, n, "%s/%s.%s.%d.%d", dir, key, what, nd, ix);
+		snprintf(name, n, "%s.%d.%d", what, nd, ix);
+	return (struct rv_share){ .dir = dir, .key = key,
+				  .deadline_ms = deadline };
 }
 
 /* Whole or not at all (rename): the other node polls for it. */
@@ -215,42 +188,30 @@ static uint32_t rkey_of(uint64_t raddr)
 
 static void publish(const char *what, const char *text)
 {
-	char p[512], tmp[600];
-	FILE *f;
+	char name[128];
+	struct rv_share s = share(what, node, idx, name, sizeof(name));
+	int ret = rv_share_publish(&s, name, text);
 
-	path_of(p, sizeof(p), what, node, idx);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", p, getpid());
-	f = fopen(tmp, "w");
-	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, p)) {
-		diag("publish %s: %s", p, strerror(errno));
+	if (ret) {
+		diag("publish %s.%s: %s", key, name, strerror(-ret));
 		exit(1);
 	}
 }
 
 static bool exists(const char *what, int nd, int ix)
 {
-	char p[512];
+	char name[128];
+	struct rv_share s = share(what, nd, ix, name, sizeof(name));
 
-	path_of(p, sizeof(p), what, nd, ix);
-	return !access(p, F_OK);
+	return rv_share_exists(&s, name);
 }
 
 static bool fetch(const char *what, int nd, int ix, char *buf, size_t n)
 {
-	char p[512];
-	size_t got;
-	FILE *f;
+	char name[128];
+	struct rv_share s = share(what, nd, ix, name, sizeof(name));
 
-	path_of(p, sizeof(p), what, nd, ix);
-	while (!(f = fopen(p, "r"))) {
-		if (rv_now_ms() > deadline)
-			return false;
-		usleep(50000);
-	}
-	got = fread(buf, 1, n - 1, f);
-	fclose(f);
-	buf[got] = 0;
-	return true;
+	return rv_share_fetch(&s, name, buf, n);
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -278,23 +239,10 @@ static int setup(void)
 	unsigned long long iova, seed;
 	int di, gid, ret;
 
-	di = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
-	if (di < 0 || gid < 0) {
-		diag("no device %s or no IPv4 RoCE v2 GID", rv_test_ibdev());
-		return 4;
-	}
-	ret = rv_open(&rv, 0);
-	if (ret) {
-		diag("rv_open: %s", strerror(-ret));
-		return ret == -ENOENT ? 4 : 1;
-	}
-	memset(&a, 0, sizeof(a));
-	a.dev_index = di;
-	a.port_num = RV_TEST_PORT;
-	a.gid_index = gid;
-	a.job_key_len = strlen(key);
-	memcpy(a.job_key, key, a.job_key_len);
+	ret = rv_test_open(&rv, &di, &gid);
+	if (ret)
+		return ret;
+	rv_attach_job(&a, di, gid, key);
 	ret = rv_attach(rv, &a);
 	if (!check(ret >= 0, "attach", "rv_attach: %s", strerror(-ret)))
 		return 1;
@@ -363,7 +311,7 @@ static int setup(void)
 		peer_iova = iova;
 		peer_seed = seed;
 		sbuf = map_buf(len);
-		pat_fill(sbuf, len, peer_seed);
+		rv_pat_fill(sbuf, len, peer_seed);
 		sstate = calloc(nmsgs, 1);
 		sfailed = calloc(nmsgs, 1);
 		sattempt = calloc(nmsgs, sizeof(*sattempt));
@@ -445,7 +393,7 @@ static void on_event(const struct rv_event *e)
 			dups++;
 		else
 			nseen++;
-		bad = pat_check(rbuf, (uint64_t)i * msg_size, msg_size, my_seed);
+		bad = rv_pat_check(rbuf, (uint64_t)i * msg_size, msg_size, my_seed);
 		if (bad >= 0) {
 			check(false, "recv-data", "message %u: byte %lld wrong on arrival",
 			      i, (long long)(bad - (int64_t)i * msg_size));
@@ -804,11 +752,11 @@ static void after_stream(const struct rv_mr_stats *m0)
 		bad = -1;
 		for (i = 0; i < nmsgs && bad < 0; i++)
 			if (seen[i])
-				bad = pat_check(rbuf, (uint64_t)i * msg_size,
+				bad = rv_pat_check(rbuf, (uint64_t)i * msg_size,
 						msg_size, my_seed);
 		check(bad < 0, "data-final", "byte %lld differs", (long long)bad);
 	} else if (receiving()) {
-		bad = pat_check(rbuf, 0, (uint64_t)nmsgs * msg_size, my_seed);
+		bad = rv_pat_check(rbuf, 0, (uint64_t)nmsgs * msg_size, my_seed);
 		check(bad < 0, "data-final", "byte %lld of %llu differs",
 		      (long long)bad, (unsigned long long)nmsgs * msg_size);
 	}

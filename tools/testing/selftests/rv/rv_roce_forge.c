@@ -81,6 +81,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rv_test_util.h"
+
 #define ROCE_UDP_PORT	4791
 #define BTH_LEN		12
 #define DETH_LEN	8
@@ -575,21 +577,13 @@ static void receive(const struct opts *o)
 	}
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Receive until @deadline (CLOCK_MONOTONIC ms). */
 static void receive_until(const struct opts *o, uint64_t deadline)
 {
 	struct pollfd pfd = { .fd = rx_fd, .events = POLLIN };
 	uint64_t t;
 
-	while ((t = now_ms()) < deadline) {
+	while ((t = rv_now_ms()) < deadline) {
 		if (poll(&pfd, 1, deadline - t) > 0)
 			receive(o);
 	}
@@ -791,7 +785,7 @@ int main(int argc, char **argv)
 	if (sockets(&o))
 		return 3;
 
-	next = now_ms();
+	next = rv_now_ms();
 	for (i = 0; i < o.count; i++) {
 		unsigned int v = o.version[i % o.n_version];
 
@@ -807,7 +801,7 @@ int main(int argc, char **argv)
 		if (i + 1 < o.count)
 			receive_until(&o, next);
 	}
-	receive_until(&o, now_ms() + o.wait_ms);
+	receive_until(&o, rv_now_ms() + o.wait_ms);
 
 	for (i = 0; i < n_reqs; i++) {
 		const struct req *r = &reqs[i];

@@ -16,7 +16,7 @@
  * and a second call right after must say ENODEV too.  A thread still
  * registering after SECONDS fails the run ("no removal").
  *
- * Prints "check PASS|FAIL name" lines; exit status 0 when all passed, 4
+ * Prints kselftest TAP results; exit status 0 when all passed, 4
  * (kselftest skip) without a device.
  */
 #define _GNU_SOURCE
@@ -193,5 +193,5 @@ int main(int argc, char **argv)
 		       i, atomic_load(&st[i].regs), mib);
 		rv_close(st[i].rv);
 	}
-	return rv_check_fails ? 1 : 0;
+	return rv_check_failures() ? 1 : 0;
 }

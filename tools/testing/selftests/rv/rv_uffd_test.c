@@ -54,7 +54,7 @@ static int attach(struct rv **rvp, const char *key)
 	int idx, gid, ret;
 
 	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
+	gid = rv_ipv4_gid(rv_test_ibdev(), RV_TEST_PORT, -1, NULL);
 	if (idx < 0 || gid < 0)
 		return -ENODEV;
 	ret = rv_open(rvp, 0);

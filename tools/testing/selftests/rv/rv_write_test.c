@@ -59,8 +59,9 @@
  *          holder gets only the writes sent after it attached.  SKIP when
  *          rv runs with slot_quarantine_ms=0.
  *
- * Output: one line per check, "check PASS name" or "check FAIL name: why",
- * or "check SKIP name: why" for one this device leaves nothing to check
+ * Output: one kselftest TAP result per check (rv_check()), "ok N name" or
+ * "not ok N name" after a "# name: why" line, or "ok N # SKIP name: why"
+ * for one this device leaves nothing to check
  * for (write.sh turns them into TAP), "#" lines are diagnostics.  Exit status
  * 0 when every check passed, 1 otherwise, 4 (skip) without rv or a device.
  */
@@ -144,71 +145,45 @@ static bool expired(void)
 
 #define diag(fmt, ...) rv_out("# n%d.p%d: " fmt, node, C.proc, ##__VA_ARGS__)
 
-/* A check: named n<node>.p<proc>.<name> so write.sh's TAP names are unique. */
+/*
+ * A check: named n<node>.p<proc>.<name> so write.sh's TAP names are
+ * unique.
+ */
 static bool __attribute__((format(printf, 3, 4)))
 check(bool ok, const char *name, const char *fmt, ...)
 {
-	char why[512];
+	char full[256];
 	va_list ap;
 
 	C.checks++;
-	if (ok) {
-		rv_out("check PASS n%d.p%d.%s", node, C.proc, name);
-		return true;
-	}
+	C.failures += !ok;
+	snprintf(full, sizeof(full), "n%d.p%d.%s", node, C.proc, name);
+	va_start(ap, fmt);
+	rv_vcheck(ok, full, fmt, ap);
+	va_end(ap);
+	return ok;
+}
+
+/* A check this device or configuration leaves nothing to check for. */
+static void __attribute__((format(printf, 2, 3)))
+check_skip(const char *name, const char *fmt, ...)
+{
+	char full[256], why[512];
+	va_list ap;
+
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	C.failures++;
-	rv_out("check FAIL n%d.p%d.%s: %s", node, C.proc, name, why);
-	return false;
+	snprintf(full, sizeof(full), "n%d.p%d.%s", node, C.proc, name);
+	rv_check_skip(full, "%s", why);
 }
 
 /* ---- the pattern ----------------------------------------------------- */
 
-/* Region bytes are words rv_mix64(seed + word index): a function of position. */
-static void pat_fill(uint8_t *base, uint64_t len, uint64_t seed)
-{
-	uint64_t i, w;
-
-	for (i = 0; i < len / 8; i++) {
-		w = rv_mix64(seed + i);
-		memcpy(base + i * 8, &w, 8);
-	}
-	for (i = len & ~7ULL; i < len; i++) {
-		w = rv_mix64(seed + i / 8);
-		base[i] = ((uint8_t *)&w)[i & 7];
-	}
-}
-
-/* First offset in [off, off + len) that differs from the pattern, or -1. */
-static int64_t pat_check(const uint8_t *base, uint64_t off, uint64_t len,
-			 uint64_t seed)
-{
-	uint64_t o = off, end = off + len, w;
-
-	while (o < end) {
-		if (!(o & 7) && end - o >= 8) {
-			w = rv_mix64(seed + o / 8);
-			if (memcmp(base + o, &w, 8))
-				break;
-			o += 8;
-			continue;
-		}
-		w = rv_mix64(seed + o / 8);
-		if (base[o] != ((uint8_t *)&w)[o & 7])
-			return (int64_t)o;
-		o++;
-	}
-	while (o < end) {	/* locate the byte inside the bad word */
-		w = rv_mix64(seed + o / 8);
-		if (base[o] != ((uint8_t *)&w)[o & 7])
-			return (int64_t)o;
-		o++;
-	}
-	return -1;
-}
-
+/*
+ * Region bytes are rv_pat_fill()'s words, a function of position; messages
+ * are separated by GUARD sentinel bytes.
+ */
 static int64_t sentinel_check(const uint8_t *p, uint64_t off, uint64_t len)
 {
 	uint64_t i;
@@ -221,22 +196,21 @@ static int64_t sentinel_check(const uint8_t *p, uint64_t off, uint64_t len)
 
 /* ---- files in the shared directory ------------------------------------ */
 
-static void path_of(char *p, size_t n, const char *name)
+/* DIR/KEY.<name>; waits end at this rank's deadline. */
+static struct rv_share share(void)
 {
-	snprintf(p, n, "%s/%s.%s", dir, key, name);
+	return (struct rv_share){ .dir = dir, .key = key,
+				  .deadline_ms = C.deadline_ms };
 }
 
 /* Written whole or not at all: readers on other nodes poll for it. */
 static void publish(const char *name, const char *text)
 {
-	char p[512], tmp[600];
-	FILE *f;
+	struct rv_share s = share();
+	int ret = rv_share_publish(&s, name, text);
 
-	path_of(p, sizeof(p), name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", p, getpid());
-	f = fopen(tmp, "w");
-	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, p)) {
-		diag("publish %s: %s", p, strerror(errno));
+	if (ret) {
+		diag("publish %s.%s: %s", key, name, strerror(-ret));
 		exit(1);
 	}
 }
@@ -244,33 +218,21 @@ static void publish(const char *name, const char *text)
 /* Wait (bounded) for a published file and read it; false on timeout. */
 static bool fetch(const char *name, char *buf, size_t n)
 {
+	struct rv_share s = share();
 	char p[512];
-	size_t got;
-	FILE *f;
 
-	path_of(p, sizeof(p), name);
-	for (;;) {
-		f = fopen(p, "r");
-		if (f) {
-			got = fread(buf, 1, n - 1, f);
-			fclose(f);
-			buf[got] = 0;
-			return true;
-		}
-		if (expired()) {
-			diag("timed out waiting for %s", p);
-			return false;
-		}
-		usleep(50000);
-	}
+	if (rv_share_fetch(&s, name, buf, n))
+		return true;
+	rv_share_path(&s, p, sizeof(p), name);
+	diag("timed out waiting for %s", p);
+	return false;
 }
 
 static bool exists(const char *name)
 {
-	char p[512];
+	struct rv_share s = share();
 
-	path_of(p, sizeof(p), name);
-	return !access(p, F_OK);
+	return rv_share_exists(&s, name);
 }
 
 /* Whether @name appears within @ms milliseconds. */
@@ -323,26 +285,13 @@ static int attach_prepare(struct rv_attach *a, uint32_t ring_entries)
 {
 	int idx, gid, ret;
 
-	idx = rv_device_index(rv_test_ibdev());
-	gid = rv_test_ipv4_gid(rv_test_ibdev(), NULL);
-	if (idx < 0 || gid < 0) {
-		diag("no device %s or no IPv4 RoCE v2 GID", rv_test_ibdev());
-		return 4;
-	}
-	ret = rv_open(&C.rv, 0);
-	if (ret) {
-		diag("rv_open: %s", strerror(-ret));
-		return ret == -ENOENT ? 4 : 1;
-	}
-	memset(a, 0, sizeof(*a));
-	a->dev_index = idx;
-	a->port_num = RV_TEST_PORT;
-	a->gid_index = gid;
+	ret = rv_test_open(&C.rv, &idx, &gid);
+	if (ret)
+		return ret;
+	rv_attach_job(a, idx, gid, C.key);
 	a->num_conn = num_conn;
 	a->slot_bits = job_slot_bits;
 	a->ring_entries = ring_entries;
-	a->job_key_len = strlen(C.key);
-	memcpy(a->job_key, C.key, a->job_key_len);
 	return 0;
 }
 
@@ -787,7 +736,7 @@ static bool stream_prepare(struct stream *st, bool same_proc)
 			return false;
 		d->buf = scatter_src ? map_scattered(d->plan.region) :
 				       map_buf(d->plan.region);
-		pat_fill(d->buf, d->plan.region, d->seed);
+		rv_pat_fill(d->buf, d->plan.region, d->seed);
 		d->done = calloc(d->plan.n + 1, 1);
 		ret = rv_reg_mem(C.rv, d->buf, d->plan.region,
 				 RV_ACCESS_LOCAL_WRITE, NULL);
@@ -951,7 +900,7 @@ static void on_event(struct stream *st, const struct rv_event *e)
 				    why);
 		}
 		/* The data must be there when the event is. */
-		bad = pat_check(st->rbuf + s->off, m->off, m->len, s->seed);
+		bad = rv_pat_check(st->rbuf + s->off, m->off, m->len, s->seed);
 		if (bad >= 0) {
 			snprintf(why, sizeof(why),
 				 "rank %d seq %u len %llu: byte %lld of the message differs at RECV time",
@@ -1111,7 +1060,7 @@ static void stream_verify(struct stream *st)
 					 s->rank, (long long)bad, i);
 				break;
 			}
-			bad = pat_check(base, m->off, m->len, s->seed);
+			bad = rv_pat_check(base, m->off, m->len, s->seed);
 			if (bad >= 0)
 				snprintf(why, sizeof(why),
 					 "from rank %d seq %u: byte %lld differs at the end",
@@ -1332,8 +1281,9 @@ static void split_by_size_note(void)
 		     (unsigned long long)big, C.max_segment);
 		return;
 	}
-	rv_out("check SKIP n%d.p%d.split-by-size: the largest -B write (%llu) is not over this device's max_segment (%u): rv splits nothing by size",
-	       node, C.proc, (unsigned long long)big, C.max_segment);
+	check_skip("split-by-size",
+		   "the largest -B write (%llu) is not over this device's max_segment (%u): rv splits nothing by size",
+		   (unsigned long long)big, C.max_segment);
 }
 
 /* ---- errors mode ----------------------------------------------------- */
@@ -1698,7 +1648,7 @@ static void errors_sender(uint32_t *clean_ok, uint32_t *clean_tries)
 	if (!connect_node(1))
 		return;
 	src = map_buf(1 << 20);
-	pat_fill(src, 1 << 20, 0x1234);
+	rv_pat_fill(src, 1 << 20, 0x1234);
 	mr = rv_reg_mem(C.rv, src, 1 << 20, 0, NULL);
 	if (!check(mr > 0, "reg-src", "rv_reg_mem: %s", strerror(-mr)))
 		return;
@@ -1945,7 +1895,7 @@ static void errors_target(void)
 			} else if (kind == KIND_CLEAN) {
 				/* clean writes land at the start of M1 */
 				if (ev[i].bytes != 4096 ||
-				    pat_check(m1, 0, 4096, 0x1234) >= 0)
+				    rv_pat_check(m1, 0, 4096, 0x1234) >= 0)
 					stray++;
 				clean++;
 			} else if (kind == KIND_M2) {
@@ -1993,7 +1943,7 @@ static void errors_target(void)
 	check(stray == 0, "target-no-stray", "%u unexpected events or bad data", stray);
 	/* The one good M3 write landed, nothing around M3 was touched. */
 	check(m3_recv == 1 &&
-	      pat_check(m3 + M3_OFF + M3_LEN - 4096, 0, 4096, 0x1234) < 0 &&
+	      rv_pat_check(m3 + M3_OFF + M3_LEN - 4096, 0, 4096, 0x1234) < 0 &&
 	      sentinel_check(m3, 0, M3_OFF + M3_LEN - 4096) < 0 &&
 	      sentinel_check(m3, M3_OFF + M3_LEN, 3 * 4096 - M3_OFF - M3_LEN) < 0,
 	      "m3-exact-bounds", "%u M3 RECVs; sentinels around M3 intact: before %lld after %lld",
@@ -2010,14 +1960,14 @@ static void errors_target(void)
 		      "memory mapped after munmap was written");
 	/* The two good M4 writes landed and nothing else of M4 changed. */
 	check(m4_recv == 2 &&
-	      pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 &&
-	      pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 &&
+	      rv_pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 &&
+	      rv_pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 &&
 	      sentinel_check(m4, 0, chunk - 4096) < 0 &&
 	      sentinel_check(m4, chunk + 4096, chunk - 4096) < 0,
 	      "m4-key-chunk-bounds", "%u M4 RECVs (want 2); data at the boundary %s/%s; sentinels %s",
 	      m4_recv,
-	      pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
-	      pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
+	      rv_pat_check(m4 + chunk - 4096, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
+	      rv_pat_check(m4 + chunk, 0, 4096, 0x1234) < 0 ? "ok" : "WRONG",
 	      sentinel_check(m4, 0, chunk - 4096) < 0 &&
 	      sentinel_check(m4, chunk + 4096, chunk - 4096) < 0 ? "intact" : "WRITTEN");
 	diag("target: %u clean, %u m2 RECVs", clean, m2_recv);
@@ -2141,7 +2091,7 @@ static void ring_sender(void)
 		return;
 	usleep(300000);
 	src = map_buf(4096);
-	pat_fill(src, 4096, 0xfeed);
+	rv_pat_fill(src, 4096, 0xfeed);
 	mr = rv_reg_mem(C.rv, src, 4096, 0, NULL);
 	memset(&w, 0, sizeof(w));
 	w.wr_id = 77;
@@ -2226,7 +2176,7 @@ static void ring_receiver(void)
 		      ev[0].kind == RV_EVENT_RECV &&
 		      rv_imm_user(C.slot_bits, ev[0].imm) == 0x777 &&
 		      ev[0].bytes == 4096 &&
-		      pat_check(C.ring_buf, 0, 4096, 0xfeed) < 0,
+		      rv_pat_check(C.ring_buf, 0, 4096, 0xfeed) < 0,
 		      "poll-wakes-on-recv",
 		      "poll %d revents %x after %llu ms, %d events",
 		      ret, pfd.revents, (unsigned long long)(rv_now_ms() - t0), n);
@@ -2613,8 +2563,7 @@ static void mode_slot(void)
 		return;
 	if (!q.slot_quarantine_ms) {
 		C.checks++;
-		rv_out("check SKIP n%d.p%d.slot: rv loaded with slot_quarantine_ms=0",
-		       node, C.proc);
+		check_skip("slot", "rv loaded with slot_quarantine_ms=0");
 		return;
 	}
 	job_slot_bits = Q_SLOT_BITS;
@@ -2696,6 +2645,7 @@ int main(int argc, char **argv)
 	int c, i, status, rc = 0, left;
 	bool skip = false;
 	uint64_t until;
+	char name[64];
 	char *tok;
 
 	while ((c = getopt(argc, argv, "m:D:k:N:P:b:M:B:F:C:c:T:S")) != -1) {
@@ -2767,13 +2717,18 @@ int main(int argc, char **argv)
 			if (WIFEXITED(status) && WEXITSTATUS(status) == 4) {
 				skip = true;
 			} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-				rv_out("check FAIL n%d.p%d.exit: %s %d", node, i,
-				    WIFEXITED(status) ? "exit status" : "signal",
-				    WIFEXITED(status) ? WEXITSTATUS(status) :
-				    WTERMSIG(status));
+				snprintf(name, sizeof(name), "n%d.p%d.exit",
+					 node, i);
+				rv_check(false, name, "%s %d",
+					 WIFEXITED(status) ? "exit status" :
+					 "signal",
+					 WIFEXITED(status) ? WEXITSTATUS(status) :
+					 WTERMSIG(status));
 				rc = 1;
 			} else {
-				rv_out("check PASS n%d.p%d.exit", node, i);
+				snprintf(name, sizeof(name), "n%d.p%d.exit",
+					 node, i);
+				rv_check(true, name, "exit status 0");
 			}
 			continue;
 		}
@@ -2781,8 +2736,11 @@ int main(int argc, char **argv)
 			for (i = 0; i < procs; i++)
 				if (pids[i] > 0) {
 					kill(pids[i], SIGKILL);
-					rv_out("check FAIL n%d.p%d.exit: killed after %d s",
-					    node, i, timeout_s + 30);
+					snprintf(name, sizeof(name),
+						 "n%d.p%d.exit", node, i);
+					rv_check(false, name,
+						 "killed after %d s",
+						 timeout_s + 30);
 				}
 			while (waitpid(-1, NULL, 0) > 0)
 				;

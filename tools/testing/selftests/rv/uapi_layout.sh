@@ -18,26 +18,9 @@ out=$(mktemp -d "${OUTPUT:-${TMPDIR:-/tmp}}/rv_layout.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT
 
 abis="m64 m32 mx32"
-n=0
-fail=0
+# shellcheck source=vm/tap.sh
+. "$here/vm/tap.sh"
 
-ok() {
-	n=$((n + 1))
-	echo "ok $n $*"
-}
-
-not_ok() {
-	n=$((n + 1))
-	fail=1
-	echo "not ok $n $*"
-}
-
-skip() {
-	n=$((n + 1))
-	echo "ok $n $1 # SKIP $2"
-}
-
-# Runs "$@" with its output as TAP diagnostics.
 diag() {
 	"$@" 2>&1 | sed 's/^/# /'
 	return "${PIPESTATUS[0]}"
@@ -45,31 +28,31 @@ diag() {
 
 cflags="-std=gnu11 -O0 -Wall -Wextra -Werror -I$uapi"
 
-echo "TAP version 13"
+tap_begin
 for abi in $abis; do
 	if diag $CC $cflags -$abi -DLAYOUT_ASM -S -o "$out/$abi.s" \
 		"$here/uapi_layout.c"; then
 		grep -o '@@LAYOUT[^"]*' "$out/$abi.s" > "$out/$abi.asm.txt"
 		if [ -s "$out/$abi.asm.txt" ]; then
-			ok "layout compile -$abi"
+			tap_ok "layout compile -$abi"
 		else
-			not_ok "layout compile -$abi (no table in assembly)"
+			tap_fail "layout compile -$abi (no table in assembly)"
 		fi
 	else
-		not_ok "layout compile -$abi"
+		tap_fail "layout compile -$abi"
 		: > "$out/$abi.asm.txt"
 	fi
 
 	# Running needs the ABI's libc and kernel support (x32 rarely has it).
 	if ! $CC $cflags -$abi -o "$out/$abi.bin" "$here/uapi_layout.c" \
 		2> "$out/$abi.ld.err"; then
-		skip "layout run -$abi" "cannot link for -$abi: $(head -c 120 "$out/$abi.ld.err" | tr '\n' ' ')"
+		tap_skip "layout run -$abi" "cannot link for -$abi: $(head -c 120 "$out/$abi.ld.err" | tr '\n' ' ')"
 	elif ! "$out/$abi.bin" > "$out/$abi.run.txt" 2>/dev/null; then
-		skip "layout run -$abi" "this host cannot run -$abi binaries; compile-time table used"
+		tap_skip "layout run -$abi" "this host cannot run -$abi binaries; compile-time table used"
 	elif cmp -s "$out/$abi.run.txt" "$out/$abi.asm.txt"; then
-		ok "layout run -$abi matches compile-time table"
+		tap_ok "layout run -$abi matches compile-time table"
 	else
-		not_ok "layout run -$abi matches compile-time table"
+		tap_fail "layout run -$abi matches compile-time table"
 		diag diff "$out/$abi.asm.txt" "$out/$abi.run.txt"
 	fi
 done
@@ -81,14 +64,13 @@ for abi in m32 mx32; do
 		grep -E "^@@LAYOUT $s[ .]" "$out/m64.asm.txt" > "$out/ref.$s"
 		grep -E "^@@LAYOUT $s[ .]" "$out/$abi.asm.txt" > "$out/$abi.$s"
 		if [ -s "$out/ref.$s" ] && cmp -s "$out/ref.$s" "$out/$abi.$s"; then
-			ok "layout struct $s -$abi == -m64 ($(wc -l < "$out/ref.$s") entries)"
+			tap_ok "layout struct $s -$abi == -m64 ($(wc -l < "$out/ref.$s") entries)"
 		else
-			not_ok "layout struct $s -$abi == -m64"
+			tap_fail "layout struct $s -$abi == -m64"
 			diag diff "$out/ref.$s" "$out/$abi.$s"
 		fi
 	done
 done
-[ -n "$structs" ] || not_ok "layout: no structs found in the -m64 table"
+[ -n "$structs" ] || tap_fail "layout: no structs found in the -m64 table"
 
-echo "1..$n"
-exit $fail
+tap_end

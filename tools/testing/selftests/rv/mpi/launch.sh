@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # launch.sh - Open MPI across the rv test VMs (vm/rv-vm), sourced by
-# vm/mpi.sh and vm/bench-mpi.sh after vm/tap.sh.
+# vm/mpi.sh and bench/bench-mpi.sh after vm/tap.sh.
 #
 # mpirun on node 0 starts its remote daemons (orted) over ssh, so every
 # node runs its own sshd.  The guests see the host's root file system

@@ -94,8 +94,8 @@ else
 	tap_fail "demo-$role-exit" "exit status $rc"
 fi
 
-# check NAME REGEX: one result, whether the demo printed a matching line.
-check() {
+# printed NAME REGEX: one result, whether the demo printed a matching line.
+printed() {
 	if grep -Eq "$2" <<<"$out"; then
 		tap_ok "$1"
 	else
@@ -117,7 +117,7 @@ per_chunk() {
 }
 
 if [[ $role == receiver ]]; then
-	check demo-verified "^receiver: $want_bytes bytes received and verified$"
+	printed demo-verified "^receiver: $want_bytes bytes received and verified$"
 	n=$(grep -Ec '^received .* verified$' <<<"$out")
 	if [[ $n -eq $sizes ]]; then
 		tap_ok demo-sizes
@@ -126,10 +126,10 @@ if [[ $role == receiver ]]; then
 	fi
 	# rv's counters say exactly what the demo saw.
 	per_chunk demo-receiver-recvs-per-chunk RECVs
-	check demo-receiver-counters "^receiver stats: writes 0 posted, 0 completed, 0 failed, 0 EAGAIN; recvs $chunks \\([0-9]+ bytes\\); ring overflows 0"
+	printed demo-receiver-counters "^receiver stats: writes 0 posted, 0 completed, 0 failed, 0 EAGAIN; recvs $chunks \\([0-9]+ bytes\\); ring overflows 0"
 else
-	check demo-sent "^sender: $want_bytes bytes sent, receiver verified all of them$"
+	printed demo-sent "^sender: $want_bytes bytes sent, receiver verified all of them$"
 	per_chunk demo-sender-writes-per-chunk writes
-	check demo-sender-counters "^sender stats: writes $chunks posted, $chunks completed, 0 failed, [0-9]+ EAGAIN; recvs 0 \\(0 bytes\\); ring overflows 0"
+	printed demo-sender-counters "^sender stats: writes $chunks posted, $chunks completed, 0 failed, [0-9]+ EAGAIN; recvs 0 \\(0 bytes\\); ring overflows 0"
 fi
 tap_end

@@ -118,7 +118,7 @@ stream() {
 	      timeout 150 "${V[@]}" "$WT" -m stream -D "$d" -N "$me" -T 90 \
 		-k "$2" -c $NC -P 1 -b $((1 << 20)) -M 16 "$ip0" "$ip1" 2>&1) ||
 		rc=$?
-	grep -v '^check PASS' <<<"$out" | sed 's/^/# /'
+	grep -v '^ok ' <<<"$out" | sed 's/^/# /'
 	tap_run "$1-data-flows" test "$rc" -eq 0
 }
 

@@ -4,7 +4,7 @@
 # race.sh - two nodes with two vCPUs each: rv_race_test's racer on node 0
 # (a posting thread against close, munmap, dereg+evict and connection
 # destroy from another thread, the ring reaped on a third), its target on
-# node 1 (every write received at most once).  Each "check" line of the
+# node 1 (every write received at most once).  Each TAP result of the
 # tool is one result.
 
 set -uo pipefail

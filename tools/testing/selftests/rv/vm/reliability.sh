@@ -41,7 +41,7 @@
 #                           completes or is re-sent, every message
 #                           verified; totals (bytes, flaps, re-sent)
 #
-# rv_rel_test's "check PASS|FAIL name" lines become TAP results, plus one
+# rv_rel_test's TAP results become this script's (tap_checks), plus one
 # per process for its exit status.  Every wait is bounded.
 
 set -uo pipefail

@@ -62,35 +62,61 @@ tap_run() {
 	fi
 }
 
-# tap_checks [PREFIX]: a test program's output on stdin as TAP. Its
-# "check PASS NAME", "check FAIL NAME: WHY" and "check SKIP NAME: WHY" lines
-# become results named PREFIX-NAME (NAME without a prefix), anything else a
-# diagnostic. Sets
-# TAP_CHECKS to the number of checks read, so that a program that ran no
-# check can be failed. Read from a redirection, not a pipe: the counters
+# tap_check NAME CMD...: one result from CMD's exit status, CMD run in
+# this shell (unlike tap_run's, its variables stay set); its output is
+# shown as diagnostics.
+tap_check() {
+	local name=$1 log rc=0
+	shift
+	log=$(mktemp) || { tap_fail "$name" "mktemp failed"; return; }
+	"$@" >"$log" 2>&1 || rc=$?
+	sed '/^#/!s/^/# /' "$log"
+	rm -f "$log"
+	if [[ $rc -eq 0 ]]; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "exit status $rc: $*"
+	fi
+}
+
+# tap_skip_all REASON: a plan of no test, skipped; exits with kselftest's
+# skip status (4).
+tap_skip_all() {
+	tap_begin
+	echo "1..0 # SKIP $1"
+	exit 4
+}
+
+# tap_checks [PREFIX]: the kselftest TAP of a test program (or of several
+# processes sharing its stdout) on stdin, as results of this script,
+# numbered on: "ok N NAME", "not ok N NAME" and kselftest's skip
+# "ok N # SKIP NAME: WHY" become results named PREFIX-NAME (NAME without
+# a prefix); "#" lines stay diagnostics, anything else becomes one.  Sets
+# TAP_CHECKS to the number of results read, so that a program that ran no
+# check can be failed.  Read from a redirection, not a pipe: the counters
 # must survive in this shell.
 tap_checks() {
 	local prefix=${1:+$1-} line
+	local re='^(ok|not ok) [0-9]+ (.*)$'
 	TAP_CHECKS=0
 	while IFS= read -r line; do
-		case $line in
-		"check PASS "*)
-			tap_ok "$prefix${line#check PASS }"
-			TAP_CHECKS=$((TAP_CHECKS + 1))
-			;;
-		"check FAIL "*)
-			line=${line#check FAIL }
-			tap_fail "$prefix${line%%: *}" "${line#*: }"
-			TAP_CHECKS=$((TAP_CHECKS + 1))
-			;;
-		"check SKIP "*)
-			line=${line#check SKIP }
+		if [[ ! $line =~ $re ]]; then
+			case $line in
+			"#"*) echo "$line" ;;
+			*) echo "# $line" ;;
+			esac
+			continue
+		fi
+		TAP_CHECKS=$((TAP_CHECKS + 1))
+		line=${BASH_REMATCH[2]}
+		if [[ ${BASH_REMATCH[1]} == "not ok" ]]; then
+			tap_fail "$prefix$line"	# its "# NAME: WHY" came before
+		elif [[ $line == "# SKIP "* ]]; then
+			line=${line#\# SKIP }
 			tap_skip "$prefix${line%%: *}" "${line#*: }"
-			TAP_CHECKS=$((TAP_CHECKS + 1))
-			;;
-		"#"*) echo "$line" ;;
-		*) echo "# $line" ;;
-		esac
+		else
+			tap_ok "$prefix$line"
+		fi
 	done
 }
 

@@ -26,7 +26,7 @@
 #                   slot is in quarantine (slot_quarantine_ms), and gets
 #                   it once the quarantine is over, with only new writes
 #
-# rv_write_test prints "check PASS|FAIL name"; each becomes one TAP result
+# rv_write_test prints kselftest TAP; each result becomes one of this script's
 # "<phase>-<name>", plus one per phase for its exit status.  Processes
 # meet through files in the run's shared output directory; every wait in
 # rv_write_test is bounded (-T), and timeout(1) bounds it once more.

@@ -33,7 +33,7 @@ trap '[[ $rc -eq 0 ]] && rm -rf "$out"' EXIT
 
 # Under TCG the 8 MiB rounds dominate: about 1-2 minutes in all at the
 # default 100 rounds.
-"$here/rv-vm" run --nodes 1 --timeout 900 --out "$out" "${vm_args[@]}" \
+"$here/../vm/rv-vm" run --nodes 1 --timeout 900 --out "$out" "${vm_args[@]}" \
 	-- "$bench" mr "$@" || rc=$?
 cat "$out/node0.out"
 ((rc == 0)) || echo "bench-mr.sh: failed (rc $rc), output kept in $out" >&2

@@ -214,7 +214,7 @@ fi
 out=${LOCKSTAT_OUT:-$repo/build/vm/lockstat-write/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 rc=0
-"$here/rv-vm" run --nodes 2 --smp "${LOCKSTAT_SMP:-2}" --timeout 1800 --out "$out/vm" "$@" -- \
+"$here/../vm/rv-vm" run --nodes 2 --smp "${LOCKSTAT_SMP:-2}" --timeout 1800 --out "$out/vm" "$@" -- \
 	"LOCKSTAT_P=$P LOCKSTAT_BYTES=$BYTES LOCKSTAT_ARGS='$ARGS' LOCKSTAT_RATIO=$RATIO $here/lockstat-write.sh" ||
 	rc=$?
 # The report: node 0's output from its first line on.

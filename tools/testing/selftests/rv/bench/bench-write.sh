@@ -314,14 +314,14 @@ out=${BENCH_REPORT:-${BENCH_OUT:-$repo/build/vm/bench-write/$(date +%Y%m%d-%H%M%
 mkdir -p "$out"
 rc=0
 [[ -n ${BENCH_REPORT:-} ]] ||
-"$here/rv-vm" run --nodes 2 --smp "$SMP" --timeout 1200 --out "$out/vm" "$@" -- \
+"$here/../vm/rv-vm" run --nodes 2 --smp "$SMP" --timeout 1200 --out "$out/vm" "$@" -- \
 	"BENCH_SIZES=$SIZES BENCH_SECONDS=$SECONDS_PER_POINT BENCH_LAT_ITERS=$LAT_ITERS BENCH_CONNS='$CONNS' BENCH_CPU_SIZES='$CPU_SIZES' BENCH_RANKS='$RANKS' BENCH_RANK_ARGS='$RANK_ARGS' BENCH_SMP=$SMP BENCH_PERF_MBS=$PERF_MBS $here/bench-write.sh" ||
 	rc=$?
 node0=$out/vm/node0.out
 cp "$node0" "$out/node0.out" 2>/dev/null || true
 
 # The CPU and ranks tables (cpu_table, rank_table).
-# shellcheck source=tools/testing/selftests/rv/vm/bench-write-report.sh
+# shellcheck source=tools/testing/selftests/rv/bench/bench-write-report.sh
 . "$here/bench-write-report.sh"
 
 # bw.dat: size, rv nc=1, nc=4, nc=16, nc=4 single, perftest (MB/s); "-"

@@ -6,7 +6,7 @@
 # receiver, and the receiver process's own context switches and CPU time.
 #
 #   rv-vm run --nodes 2 --smp 2 [--rv-ko KO] [--rv-args ack_timeout=18] -- \
-#       "NC=4 SZ=64K tools/testing/selftests/rv/vm/bench-rx-prof.sh"
+#       "NC=4 SZ=64K tools/testing/selftests/rv/bench/bench-rx-prof.sh"
 #
 # Node 0 writes SZ (default 64K) for 15 s with num_conn NC (default 4);
 # node 1 writes stat.txt (system-wide counts: rv:rv_recv = writes,

@@ -71,7 +71,7 @@ rc=0
 out=$(mktemp -d "${TMPDIR:-/tmp}/rv-bench.XXXXXX")
 trap '[[ $rc -eq 0 ]] && rm -rf "$out"' EXIT
 
-"$here/rv-vm" run --nodes 2 --timeout 400 --out "$out" "$@" \
+"$here/../vm/rv-vm" run --nodes 2 --timeout 400 --out "$out" "$@" \
 	-- "BENCH_BW=${BENCH_BW:-1} $here/bench-link.sh" || rc=$?
 grep -E '^(== |rtt|lat_usec|bw_MBps)' "$out/node0.out" || cat "$out/node0.out"
 exit $rc

@@ -97,8 +97,8 @@ perftest_run() {
 }
 
 guest() {
-	# shellcheck source-path=SCRIPTDIR source=tap.sh
-	. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+	# shellcheck source-path=SCRIPTDIR source=../vm/tap.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/../vm/tap.sh"
 	local ftbin=$RV_REPO/build/fabtests/install/bin shared server_ip
 	local port=47800 rep size cfg name dir prov iters window out t0 t1 rc=0
 	shared=$(dirname "$RV_OUT")/bench-fabtests-rdv
@@ -176,7 +176,7 @@ q=$(printf '%q ' "BENCH_FT_CONFIGS=$CONFIGS" "BENCH_FT_SIZES=$SIZES" \
 	"BENCH_FT_ITERS_BIG=$ITERS_BIG" "BENCH_FT_TEST=$TEST")
 # ack_timeout=19: as bench-mpi.sh (the retry budget rdma_cm gives ofi_rxm).
 rc=0
-"$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
+"$here/../vm/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
 	--rv-args ack_timeout=19 "$@" -- "$q $here/bench-fabtests.sh" || rc=$?
 # Best MB/s per size and configuration (the client's figure: it sends).
 awk '/^bft node=1 / {

@@ -59,8 +59,8 @@ tag() {
 guest() {
 	local here shared prov rep rc=0 min max fac
 	here=$(dirname "${BASH_SOURCE[0]}")
-	# shellcheck source-path=SCRIPTDIR source=tap.sh
-	. "$here/tap.sh"
+	# shellcheck source-path=SCRIPTDIR source=../vm/tap.sh
+	. "$here/../vm/tap.sh"
 	# shellcheck source-path=SCRIPTDIR source=../mpi/launch.sh
 	. "$here/../mpi/launch.sh"
 	local bench=$RV_REPO/tools/testing/selftests/rv/mpi/rv_mpi_bench
@@ -209,7 +209,7 @@ q=$(printf '%q ' "BENCH_MPI_SIZES=$SIZES" "BENCH_MPI_ARGS=$ARGS" \
 # host stalls (QPs fail with RETRY_EXC_ERR, see mpi.sh), and the QPs
 # ofi_rxm opens through rdma_cm get 19 on RoCE (cm_ack_timeout() of the
 # packet lifetime rdma_cm sets for RoCE, 18): the same retry budget.
-"$here/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
+"$here/../vm/rv-vm" run --nodes 2 --timeout 3600 --out "$out/vm" \
 	--rv-args ack_timeout=19 "$@" -- \
 	"$q $here/bench-mpi.sh" || rc=$?
 cp "$out/vm/node0.out" "$out/node0.out" 2>/dev/null || true
