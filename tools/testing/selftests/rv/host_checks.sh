@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # host_checks.sh - the checks that need no RDMA device, as TAP: the uAPI
-# layout on i386/x32/x86-64, librv's man pages, the verbs audit's coverage
-# of rv.ko's imports (Documentation/rv/drivers.rst), and the kernel lint
-# (W=1, sparse, checkpatch --strict).  Run from the repo root after
+# layout on i386/x32/x86-64, librv's man pages and ring consumer, the verbs
+# audit's coverage of rv.ko's imports (Documentation/rv/drivers.rst), and
+# the kernel lint (W=1, sparse, checkpatch --strict).  Run from the repo root after
 # "make all".
 
 set -uo pipefail
@@ -34,6 +34,7 @@ renumber() {
 tap_begin
 renumber layout-check make -s -C tools/testing/selftests/rv layout-check
 tap_check man-pages make -s check-man
+renumber librv-ring tools/testing/selftests/rv/librv_ring_test
 renumber driver-audit tools/testing/selftests/rv/check_driver_audit.sh
 tap_check kernel-W=1 make -s lint-w1
 tap_check kernel-sparse make -s lint-sparse
