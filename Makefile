@@ -91,7 +91,7 @@ setup: packages
 	$(MAKE) fabtests
 
 # QEMU comes from bookworm-backports (10.0): bookworm's 7.2 corrupts a
-# 6.12 guest's RFLAGS under TCG now and then (README, "Supported kernels").
+# 6.12 guest's RFLAGS under TCG now and then (Documentation/rv/kernels.rst).
 # The source is added for that one package: backports are never picked
 # unless asked for (-t).
 BACKPORTS_LIST := /etc/apt/sources.list.d/rv-bookworm-backports.sources
@@ -174,7 +174,7 @@ rvstat: librv
 	$(MAKE) -C tools/rvstat
 
 # spank_rv.so, the Slurm SPANK plugin binding each step to an rv launcher
-# job (README, "Slurm"); needs libslurm-dev.
+# job (Documentation/rv/admin-guide.rst, Slurm); needs libslurm-dev.
 spank-rv:
 	$(MAKE) -C tools/slurm
 
@@ -213,7 +213,7 @@ endif
 		$(addprefix -g ,$(GROUPS)) -- --rv-ko $(RV_KO) \
 		$(if $(SECOND_KVER),$(SECOND_RUN))
 
-# The data-path benchmark (README, "Data-path benchmark"): not a test, so
+# The data-path benchmark (Documentation/rv/performance.rst): not a test, so
 # not in tests.list.  BENCH_* variables pass through the environment;
 # BENCH_ARGS goes to rv-vm (e.g. --rv-ko of another build).
 BENCH_ARGS ?=
@@ -221,7 +221,7 @@ bench-write: all
 	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
 	$(SELFTESTS)/bench/bench-write.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
 
-# Lock statistics of the post path (README, "Lock statistics"): two VMs of
+# Lock statistics of the post path (Documentation/rv/performance.rst): two VMs of
 # the debug kernel (CONFIG_LOCK_STAT) booted as check-debug boots them, P
 # senders of one job; fails if a lock the job's processes share is taken
 # per write.  LOCKSTAT_* variables pass through the environment.

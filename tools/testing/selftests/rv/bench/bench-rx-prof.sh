@@ -15,7 +15,7 @@
 # task.txt (the receiver's context switches and task clock) into its
 # RV_OUT.  Divide by rv:rv_recv for figures per write.  Counts, not
 # times: under TCG on a loaded host, perf's sampling and ftrace durations
-# lose the time a vCPU thread waits for a host CPU (see the README).
+# lose the time a vCPU thread waits for a host CPU (see Documentation/rv/performance.rst).
 set -u
 B=${BENCH_BIN:-$RV_REPO/tools/testing/selftests/rv/rv_bench}
 NC=${NC:-4}

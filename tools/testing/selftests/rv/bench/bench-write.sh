@@ -94,7 +94,7 @@ perf_client() {
 steps() {
 	local nc size
 	# perftest's bandwidth first: the baseline of every ratio, so a test
-	# bed that loses its link later (see the README) still has it.
+	# bed that loses its link later (see Documentation/rv/kernels.rst) still has it.
 	for size in ${SIZES//,/ }; do
 		echo "pbw $(to_bytes "$size")"
 	done
@@ -108,7 +108,7 @@ steps() {
 	for nc in $RANKS; do
 		echo "rvrate $nc"
 	done
-	# Waiting in a yielding spin and in poll(2): see the README.
+	# Waiting in a yielding spin and in poll(2): see Documentation/rv/performance.rst.
 	echo "rvlat -C 4"
 	echo "rvlat -C 4 --single"
 	echo "rvlat -C 4 --sleep"
@@ -192,7 +192,7 @@ ranks() {
 
 # One rvbw step: an rv_bench bw pair per size (TCP port 20000 + 32 * step
 # + i, job key "b<step>.<i>"), so that a write failing on a lossy link
-# (rxe answers some retransmissions with a NAK, see the README) costs
+# (rxe answers some retransmissions with a NAK, see Documentation/rv/kernels.rst) costs
 # that size only; both nodes go on to the next size.
 rv_bw_sizes() {
 	local args=$1 step=$2 peer=$3 bench=$4 size i=0 port rc=0

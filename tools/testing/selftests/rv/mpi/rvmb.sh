@@ -18,7 +18,7 @@ FI_DIR=${RV_FI_DIR:-$RV_REPO/lib/librv-fi}
 
 # rvmb_bytes THRESHOLD < OUTPUT: "ABOVE AT", the bytes of the "rvmb"
 # lines whose message size is above THRESHOLD (rendezvous, which rv
-# carries: "more bytes than the threshold", librv-fi's README) and equal
+# carries: "more bytes than the threshold", fi_rv(7)) and equal
 # to it (counted as either by callers, to be lenient).
 rvmb_bytes() {
 	awk -v t="$1" '/^rvmb / {

@@ -18,12 +18,12 @@
 # out of band (-E=PORT, one port per test), except for the *-inband runs
 # (fabtests' default: the client sends fi_getname over its first message
 # to the server's node and port).  Tests that need what the provider does not
-# claim are left out (see LEFT OUT below, and the README's "fabtests");
+# claim are left out (see LEFT OUT below, and Documentation/rv/testing.rst, "fabtests");
 # tests that fail today over rv because of a known gap of issue 20 are
 # SKIP lines with the reason, not passes.
 #
 # Every binary runs under timeout(1).  RV_FABTESTS_ONLY=REGEX runs only the
-# tests whose names match (by hand: see the README).
+# tests whose names match (by hand: see Documentation/rv/testing.rst).
 
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=tap.sh
@@ -205,7 +205,7 @@ pair rdm-tagged-peek 'Retrieving fifth message|Waiting for messages to complete'
 pair multi-recv '^1k ' fi_multi_recv -e rdm -v -S 1024 -I 100
 pair multi-recv-rndv '^64k ' fi_multi_recv -e rdm -v -S 65536 -I 100
 # -U: FI_DELIVERY_COMPLETE in tx_attr->op_flags; eager sends complete on
-# the receiver's ACK (lib/librv-fi/README.md, "Completion levels")
+# the receiver's ACK (fi_rv(7), "Completion levels")
 pair rdm-u 'Received data from client|Send completion received' fi_rdm -U
 pair bw-u '^1m ' fi_bw -e rdm -v -T 1 -W 2 -U
 pair rdm-inband 'Received data from client|Send completion received' fi_rdm

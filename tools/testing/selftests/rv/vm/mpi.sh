@@ -276,8 +276,8 @@ if [[ $PROV == rv ]]; then
 			total=$((total + $(val bytes_posted "$f")))
 		done
 		thr=$FI_RV_RNDV_THRESHOLD
-		# Above: rendezvous ("more bytes than the threshold", README
-		# of librv-fi); at: counted as either, to be lenient.
+		# Above: rendezvous ("larger than a threshold", fi_rv(7));
+		# at: counted as either, to be lenient.
 		read -r above at < <(rvmb_bytes "$thr" <<<"$out")
 		tap_diag "rv bytes posted, all nodes: $total; messages above the threshold ($thr): $above, at it: $at"
 		if ((ok && above > 0 && total * 100 >= above * 95 &&
