@@ -44,6 +44,15 @@ static bool have_rdma_netlink(void)
 		SKIP(return, RV_DEV_PATH " missing: rv module not loaded"); \
 } while (0)
 
+/* /dev/rv and $RV_IBDEV's index in @idx, or SKIP. */
+#define NEED_DEV(idx) do {						\
+	NEED_RV();							\
+	(idx) = rv_device_index(rv_test_ibdev());			\
+	if ((idx) < 0)							\
+		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(),	\
+		     strerror(-(idx)));					\
+} while (0)
+
 TEST(open_bad_args)
 {
 	struct rv *rv = (struct rv *)0x1;	/* must stay untouched */
@@ -245,11 +254,7 @@ TEST(attach_and_slot)
 	struct rv_query q;
 	int idx;
 
-	NEED_RV();
-	idx = rv_device_index(rv_test_ibdev());
-	if (idx < 0)
-		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(),
-		     strerror(-idx));
+	NEED_DEV(idx);
 
 	ASSERT_EQ(0, rv_open(&rv0, 0));
 	ASSERT_EQ(0, rv_open(&rv1, 0));
@@ -451,11 +456,7 @@ TEST(slot_bits)
 	unsigned int i;
 	int idx;
 
-	NEED_RV();
-	idx = rv_device_index(rv_test_ibdev());
-	if (idx < 0)
-		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(),
-		     strerror(-idx));
+	NEED_DEV(idx);
 	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		ASSERT_EQ(0, rv_open(&rv, 0));
 		ASSERT_EQ(0, rv_query(rv, &q));
@@ -659,11 +660,7 @@ TEST(dump_iter)
 	unsigned int mine = 0, slots = 0, jobs = 0;
 	int idx;
 
-	NEED_RV();
-	idx = rv_device_index(rv_test_ibdev());
-	if (idx < 0)
-		SKIP(return, "RDMA device %s: %s", rv_test_ibdev(),
-		     strerror(-idx));
+	NEED_DEV(idx);
 	ASSERT_EQ(0, rv_open(&rv0, 0));
 	ASSERT_EQ(0, rv_open(&rv1, 0));
 	rv_attach_init(&a, idx, 8);
