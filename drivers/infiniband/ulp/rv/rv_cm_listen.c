@@ -4,7 +4,9 @@
  * teardown of the connection machinery (work queue, debugfs).
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_wire.h"
 
 #include <linux/debugfs.h>
 #include <linux/in.h>

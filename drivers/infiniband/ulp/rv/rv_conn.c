@@ -7,7 +7,10 @@
  * and the listener in rv_cm_listen.c.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_qp.h"
+#include "rv_write.h"
 #include "rv_conn_trace.h"
 
 #include <linux/idr.h>
@@ -17,6 +20,10 @@
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
+
+/* Protects rv_conns (and each job's conns list, see struct rv_conn). */
+DEFINE_MUTEX(rv_conn_list_lock);
+LIST_HEAD(rv_conns);
 
 static DEFINE_IDA(rv_conn_ida);
 

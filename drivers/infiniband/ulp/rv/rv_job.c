@@ -17,6 +17,7 @@
  * key gets new QPs, which no write of the old ones can reach.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
 #include "rv_trace.h"
 

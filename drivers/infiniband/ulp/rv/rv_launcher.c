@@ -10,7 +10,6 @@
  * destroying the binding ends the job: its connections go at once.
  */
 #include "rv.h"
-#include "rv_conn.h"
 
 #include <linux/cgroup.h>
 #include <linux/cred.h>

@@ -4,6 +4,7 @@
  */
 #include "rv.h"
 #include "rv_auth.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
 
 #include <linux/delay.h>
