@@ -443,6 +443,27 @@ extern unsigned int rv_heartbeat_budget;
 extern unsigned int rv_frwr_max_pages_param;
 extern unsigned int rv_max_jobs_per_uid;
 extern unsigned int rv_max_conns_per_uid;
+extern unsigned int rv_slot_quarantine_ms;
+extern unsigned int rv_quiesce_ms;
+extern unsigned int rv_cm_port;
+extern unsigned int rv_conn_wqe_budget;
+extern unsigned int rv_conn_timeout_ms;
+extern unsigned int rv_ack_timeout;
+extern unsigned int rv_drain_timeout_ms;
+extern bool rv_launcher_only;
+
+#define RV_QUIESCE_MIN_MS	1000
+#define RV_QUIESCE_MAX_MS	600000
+#define RV_DRAIN_TIMEOUT_MAX_MS	60000
+
+/* rv_main.c */
+/* Runs every QP's work (rv_cm.c, rv_qp.c) and the listen work. */
+extern struct workqueue_struct *rv_cm_wq;
+#if IS_ENABLED(CONFIG_INFINIBAND_RV_DEBUG_WINDOWS)
+void rv_debug_window(void);
+#else
+static inline void rv_debug_window(void) { }
+#endif
 
 /* rv_caps.c: per-uid counts and the RLIMIT_MEMLOCK charge */
 enum rv_uid_kind {
@@ -460,19 +481,7 @@ void rv_pin_uncharge(struct mm_struct *mm, unsigned long pages);
 int rv_job_pin_charge(struct rv_job *job, unsigned long pages);
 void rv_job_pin_uncharge(struct rv_job *job, unsigned long pages);
 
-extern unsigned int rv_slot_quarantine_ms;
-extern unsigned int rv_quiesce_ms;	/* rv_write.c */
-
-#define RV_QUIESCE_MIN_MS	1000
-#define RV_QUIESCE_MAX_MS	600000
-
 /* rv_device.c */
-#if IS_ENABLED(CONFIG_INFINIBAND_RV_DEBUG_WINDOWS)
-void rv_debug_window(void);
-#else
-static inline void rv_debug_window(void) { }
-#endif
-
 int rv_device_init(void);
 void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);

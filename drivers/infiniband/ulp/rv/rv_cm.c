@@ -2,8 +2,9 @@
 /*
  * Connection management with rdma_cm: validation of incoming requests,
  * the client's attempts and retries, and the counters shown in
- * /sys/kernel/debug/rv/cm_stats.  The listener, the module parameters and
- * setup are in rv_cm_listen.c.
+ * /sys/kernel/debug/rv/cm_stats.  The listener is in rv_cm_listen.c, the
+ * QPs' creation, destruction and replacement in rv_qp.c, the module
+ * parameters, workqueue and debugfs in rv_main.c.
  *
  * For a node pair the node with the lower address is the client of every
  * QP of the connection: both sides know both addresses, so they agree

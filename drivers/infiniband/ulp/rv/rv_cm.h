@@ -8,7 +8,6 @@
 
 #include <linux/seq_file.h>
 #include <linux/types.h>
-#include <linux/workqueue.h>
 #include <net/net_namespace.h>
 #include <rdma/rdma_cm.h>
 
@@ -34,7 +33,6 @@ void rv_cm_qp_break(struct rv_conn_qp *qp);
 int rv_cm_post_proof_recv(struct rv_ibqp *iq, struct ib_pd *pd);
 
 /* rv_cm_listen.c */
-extern struct workqueue_struct *rv_cm_wq;
 struct rv_cm_listener *rv_cm_listener_get(struct net *net);
 void rv_cm_listener_put(struct rv_cm_listener *l);
 unsigned int rv_cm_listen_netns(void);

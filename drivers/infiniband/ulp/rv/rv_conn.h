@@ -24,15 +24,6 @@
 #include "rv.h"
 #include "rv_qp.h"
 
-/* Module parameters (rv_cm_listen.c), validated by rv_cm_init(). */
-extern unsigned int rv_cm_port;
-extern unsigned int rv_conn_wqe_budget;
-extern unsigned int rv_conn_timeout_ms;
-extern unsigned int rv_ack_timeout;
-extern unsigned int rv_drain_timeout_ms;
-
-#define RV_DRAIN_TIMEOUT_MAX_MS	60000
-
 /* Most handles one file may hold (ENOSPC beyond). */
 #define RV_CONN_MAX_HANDLES	65535
 

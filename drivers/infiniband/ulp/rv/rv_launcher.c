@@ -19,10 +19,6 @@
 /* Most bindings on a node: far above any number of steps at once. */
 #define RV_LAUNCHER_MAX_BINDINGS	65536
 
-static bool rv_launcher_only;
-module_param_named(launcher_jobs_only, rv_launcher_only, bool, 0644);
-MODULE_PARM_DESC(launcher_jobs_only, "Refuse ATTACH for a uid and job key no launcher bound (default N)");
-
 /**
  * struct rv_launcher_binding - a uid and job key bound to a launcher job
  * @list: in rv_launcher_bindings

@@ -87,17 +87,6 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 
-/*
- * Longest wait at close for the file's writes on healthy QPs before the
- * QPs carrying them are broken, which the job's other processes see as
- * failed writes.  A write may queue behind a full send queue of other
- * processes' batches: milliseconds on a NIC, seconds on a slow software
- * device (a debug kernel's rxe), which is why it can be raised.
- */
-unsigned int rv_quiesce_ms = 10000;
-module_param_named(quiesce_ms, rv_quiesce_ms, uint, 0444);
-MODULE_PARM_DESC(quiesce_ms, "Longest wait at close for a process's writes before the QPs carrying them are broken, in ms (1000..600000, default 10000)");
-
 /* Work requests posted by one ib_post_send() at most (one doorbell). */
 #define RV_POST_CHAIN		32
 
