@@ -25,7 +25,6 @@
 #include "rv_qp.h"
 #include "rv_wire.h"
 #include "rv_write.h"
-#define CREATE_TRACE_POINTS
 #include "rv_conn_trace.h"
 
 #include <crypto/algapi.h>
