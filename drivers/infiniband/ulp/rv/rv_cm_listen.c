@@ -38,7 +38,7 @@ struct rv_cm_listener {
  * Protects rv_cm_listeners and every listener's users count, and is held
  * across a listener's creation and destruction: a namespace never has two
  * (the second could not bind cm_port).  Taken with no rv lock held but
- * rv_file.lock (see rv_conn.h); destroying a listener waits for its
+ * rv_file.lock (see rv.h); destroying a listener waits for its
  * request handlers, which never take it.
  */
 static DEFINE_MUTEX(rv_cm_listen_lock);

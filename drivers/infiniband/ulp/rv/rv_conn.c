@@ -3,8 +3,8 @@
  * Connections: the job's shared pool of num_conn RC QPs to one remote
  * node, its lifetime (references, teardown, device removal), its state,
  * and the per-file handle table.  The CONN_* commands are in
- * rv_conn_cmd.c, the rdma_cm side (requests, attempts, retries) in rv_cm.c
- * and the listener in rv_cm_listen.c.
+ * rv_conn_cmd.c, the rdma_cm side (requests, attempts, retries) in rv_cm.c,
+ * the listener in rv_cm_listen.c and the QPs in rv_qp.c.
  */
 #include "rv.h"
 #include "rv_cm.h"

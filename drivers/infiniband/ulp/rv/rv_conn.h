@@ -73,7 +73,7 @@
  * @recv_errors: receive completions in error, flushes aside (atomic)
  * @hb_work: sends heartbeats on idle QPs, every job heartbeat_ms (or
  *	longer: rv_heartbeat_budget); queued only while a QP is connected
- * @hb_armed: @hb_work is counted in rv_write.c's armed connections;
+ * @hb_armed: @hb_work is counted in rv_qp.c's armed connections;
  *	under @lock
  * @heartbeats: heartbeats sent (atomic)
  * @qp_errors: QPs replaced after errors (atomic)

@@ -22,6 +22,8 @@
 #include <rdma/rv_user_ioctls.h>
 #include <trace/misc/rdma.h>
 
+#include "rv_write.h"
+
 #define rv_show_conn_state(s)					\
 	__print_symbolic(s,					\
 			 { RV_CONN_STATE_IDLE, "IDLE" },	\
