@@ -53,7 +53,33 @@
  *   Connections (rv_conn.h) add rv_cm_listen_lock under rv_file.lock,
  *   outside the device's read section, and rv_conn_list_lock ->
  *   rv_conn.lock -> rv_conn_qp.sq_lock under rv_device.jobs_lock;
- *   rdma_cm handlers take only the first two (and sq_lock under them).
+ *   rdma_cm handlers take only the first two (and sq_lock under them):
+ *
+ *   rv_file.lock
+ *     rv_cm_listen_lock (rv_cm_listen.c; ATTACH before it enters the
+ *                        device, detach after it leaves it; held while
+ *                        rdma_cm creates or destroys a listener, which
+ *                        waits for the listener's handlers and for
+ *                        rv_cm_wq's listen work)
+ *     (the device's read section)
+ *       rv_device.jobs_lock
+ *         rv_conn_list_lock
+ *           rv_conn.lock
+ *             rv_conn_qp.sq_lock (rv_write_conn_publish(), heartbeats,
+ *                                 DUMP; posts and send completions take
+ *                                 it alone, one slot at a time)
+ *           rv_uid_lock (a leaf: counting a new connection, rv_caps.c)
+ *
+ *   rdma_cm event handlers run in the CM's work context and take only
+ *   rv_conn_list_lock (a connection request, to find its connection: it
+ *   takes that connection's rv_conn.lock, then drops the list lock before
+ *   creating a QP) and rv_conn.lock.  Whoever destroys a cm_id
+ *   (rdma_destroy_id() waits for its running handler) therefore holds
+ *   neither of those two; it may hold rv_file.lock and be in a device's
+ *   read section, which no handler enters.  No cm_id is ever destroyed
+ *   from its own handler: ids that fail are parked in rv_conn_qp.dead_id
+ *   and destroyed by the QP's work; a rejected incoming request is
+ *   destroyed by rdma_cm itself (the handler returns non-zero).
  *
  *   The write path (POST_WRITE(S), rv_write.c) takes, in order:
  *   rv_file.lock, the device's read section, rv_mr_cache.lock (each
@@ -61,13 +87,15 @@
  *   rv_conn_qp.sq_lock at a time (spin_lock_bh: completions take it).
  *   Nothing shared by the job's processes: no rv_conn.lock.
  *
- *   Completion handlers run in softirq (IB_POLL_SOFTIRQ CQs, rv_conn.h).
+ *   Completion handlers run in softirq (IB_POLL_SOFTIRQ CQs, rv_qp.h).
  *   The locks they take are leaves, taken one at a time:
  *   rv_conn_qp.sq_lock, rv_mr_cache.lock (dropping a write's io
  *   reference) and rv_ring.lock (posting an event).  Everyone else takes
  *   the first two with spin_lock_bh() and the ring's with
  *   spin_lock_irqsave(), so a completion in softirq never interrupts a
- *   holder on its own CPU.
+ *   holder on its own CPU.  They never sleep: what may sleep
+ *   (freeing a registration, replacing a failed QP) is queued to a
+ *   workqueue.
  *
  * Memory: user-driven allocations are charged to the caller's memory
  * cgroup, so that a process cannot make the kernel hold more on its
@@ -415,6 +443,27 @@ extern unsigned int rv_heartbeat_budget;
 extern unsigned int rv_frwr_max_pages_param;
 extern unsigned int rv_max_jobs_per_uid;
 extern unsigned int rv_max_conns_per_uid;
+extern unsigned int rv_slot_quarantine_ms;
+extern unsigned int rv_quiesce_ms;
+extern unsigned int rv_cm_port;
+extern unsigned int rv_conn_wqe_budget;
+extern unsigned int rv_conn_timeout_ms;
+extern unsigned int rv_ack_timeout;
+extern unsigned int rv_drain_timeout_ms;
+extern bool rv_launcher_only;
+
+#define RV_QUIESCE_MIN_MS	1000
+#define RV_QUIESCE_MAX_MS	600000
+#define RV_DRAIN_TIMEOUT_MAX_MS	60000
+
+/* rv_main.c */
+/* Runs every QP's work (rv_cm.c, rv_qp.c) and the listen work. */
+extern struct workqueue_struct *rv_cm_wq;
+#if IS_ENABLED(CONFIG_INFINIBAND_RV_DEBUG_WINDOWS)
+void rv_debug_window(void);
+#else
+static inline void rv_debug_window(void) { }
+#endif
 
 /* rv_caps.c: per-uid counts and the RLIMIT_MEMLOCK charge */
 enum rv_uid_kind {
@@ -432,19 +481,7 @@ void rv_pin_uncharge(struct mm_struct *mm, unsigned long pages);
 int rv_job_pin_charge(struct rv_job *job, unsigned long pages);
 void rv_job_pin_uncharge(struct rv_job *job, unsigned long pages);
 
-extern unsigned int rv_slot_quarantine_ms;
-extern unsigned int rv_quiesce_ms;	/* rv_write.c */
-
-#define RV_QUIESCE_MIN_MS	1000
-#define RV_QUIESCE_MAX_MS	600000
-
 /* rv_device.c */
-#if IS_ENABLED(CONFIG_INFINIBAND_RV_DEBUG_WINDOWS)
-void rv_debug_window(void);
-#else
-static inline void rv_debug_window(void) { }
-#endif
-
 int rv_device_init(void);
 void rv_device_exit(void);
 struct rv_device *rv_device_get_by_index(u32 index);

@@ -39,10 +39,6 @@ struct rv_auth_key {
 static struct rv_auth_key __rcu *rv_auth_key;
 static DEFINE_MUTEX(rv_auth_lock);
 
-bool rv_auth_insecure;
-module_param_named(insecure_no_cluster_key, rv_auth_insecure, bool, 0444);
-MODULE_PARM_DESC(insecure_no_cluster_key, "Connect without a cluster key, unauthenticated: unsafe on a fabric shared with other users (default N)");
-
 static int rv_auth_digest(struct crypto_shash *tfm, const char *label,
 			  const void *data, size_t len, u8 *out)
 {
@@ -186,14 +182,10 @@ static int rv_auth_key_get(char *buf, const struct kernel_param *kp)
 	return n;
 }
 
-static const struct kernel_param_ops rv_auth_key_ops = {
+const struct kernel_param_ops rv_auth_key_ops = {
 	.set = rv_auth_key_set,
 	.get = rv_auth_key_get,
 };
-
-/* 0600: no user may set the key or read even its fingerprint here. */
-module_param_cb(cluster_key, &rv_auth_key_ops, NULL, 0600);
-MODULE_PARM_DESC(cluster_key, "Secret key shared by the cluster's nodes, 32..128 hex digits; reads give its fingerprint");
 
 /* For cm_stats. */
 void rv_auth_show(struct seq_file *s)

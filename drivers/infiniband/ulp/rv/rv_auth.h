@@ -25,6 +25,7 @@
 
 #include "rv.h"
 
+#include <linux/moduleparam.h>
 #include <linux/seq_file.h>
 #include <linux/socket.h>
 #include <linux/types.h>
@@ -84,7 +85,9 @@ struct rv_auth_msg {
 	__be64 launcher_id;
 } __packed;
 
+/* Module parameters (rv_main.c); cluster_key's handlers are in rv_auth.c. */
 extern bool rv_auth_insecure;
+extern const struct kernel_param_ops rv_auth_key_ops;
 
 bool rv_auth_have_key(void);
 int rv_auth_tag(const char *label, const struct rv_auth_msg *m,

@@ -2,8 +2,9 @@
 /*
  * Connection management with rdma_cm: validation of incoming requests,
  * the client's attempts and retries, and the counters shown in
- * /sys/kernel/debug/rv/cm_stats.  The listener, the module parameters and
- * setup are in rv_cm_listen.c.
+ * /sys/kernel/debug/rv/cm_stats.  The listener is in rv_cm_listen.c, the
+ * QPs' creation, destruction and replacement in rv_qp.c, the module
+ * parameters, workqueue and debugfs in rv_main.c.
  *
  * For a node pair the node with the lower address is the client of every
  * QP of the connection: both sides know both addresses, so they agree
@@ -19,8 +20,11 @@
  * rv_cm_proof_done()).
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
-#define CREATE_TRACE_POINTS
+#include "rv_qp.h"
+#include "rv_wire.h"
+#include "rv_write.h"
 #include "rv_conn_trace.h"
 
 #include <crypto/algapi.h>
@@ -57,10 +61,6 @@
 #define RV_CM_SRC_PORT_MIN	960
 #define RV_CM_SRC_PORT_TRIES	8
 
-/* Protects rv_conns (and each job's conns list, see struct rv_conn). */
-DEFINE_MUTEX(rv_conn_list_lock);
-LIST_HEAD(rv_conns);
-
 /* Incoming requests, for /sys/kernel/debug/rv/cm_stats. */
 static struct {
 	atomic64_t requests;
@@ -89,28 +89,6 @@ void rv_cm_kick(struct rv_conn_qp *qp, unsigned long delay)
 	lockdep_assert_held(&qp->conn->lock);
 	if (!qp->conn->dead)
 		mod_delayed_work(rv_cm_wq, &qp->work, delay);
-}
-
-/* The proof's buffer, mapped both ways (rv_ibqp.proof). */
-static int rv_cm_proof_init(struct ib_device *ibdev, struct rv_ibqp *iq)
-{
-	iq->proof = kzalloc(RV_AUTH_TAG_LEN, GFP_KERNEL_ACCOUNT);
-	if (!iq->proof)
-		return -ENOMEM;
-	iq->proof_dma = ib_dma_map_single(ibdev, iq->proof, RV_AUTH_TAG_LEN,
-					  DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(ibdev, iq->proof_dma)) {
-		kfree(iq->proof);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static void rv_cm_proof_free(struct ib_device *ibdev, struct rv_ibqp *iq)
-{
-	ib_dma_unmap_single(ibdev, iq->proof_dma, RV_AUTH_TAG_LEN,
-			    DMA_BIDIRECTIONAL);
-	kfree(iq->proof);
 }
 
 /*
@@ -148,7 +126,7 @@ static void rv_cm_proof_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /* Server: post the proof's receive, before any other receive. */
-static int rv_cm_post_proof_recv(struct rv_ibqp *iq, struct ib_pd *pd)
+int rv_cm_post_proof_recv(struct rv_ibqp *iq, struct ib_pd *pd)
 {
 	struct ib_sge sge = {
 		.addr = iq->proof_dma,
@@ -203,173 +181,6 @@ static int rv_cm_send_proof(struct rv_conn_qp *qp, struct rv_ibqp *iq)
 }
 
 /*
- * Destroy @id's QP, then its CQ, then end the writes no completion ended,
- * and only then free the write contexts: nothing can complete on them
- * any more.  Without a drain only for a QP that never connected (nothing
- * but flushes can complete).
- */
-static void rv_cm_free_qp(struct rdma_cm_id *id)
-{
-	struct rv_ibqp *iq = id->qp->qp_context;
-	struct ib_device *ibdev = iq->cq->device;
-
-	rdma_destroy_qp(id);
-	ib_free_cq(iq->cq);
-	rv_write_qp_flush(iq);
-	rv_cm_proof_free(ibdev, iq);
-	rv_write_ibqp_free(iq);
-	kfree(iq);
-}
-
-/*
- * Destroy a QP of a slot and its CQ; the QP's writes and receives are
- * drained first, so each write ends through its completion.  When the
- * drain times out the device may still deliver completions: the receive
- * handler stops reposting (an RCU grace period makes sure it is not in the
- * middle of it), the QP goes, then its CQ, after which nothing of the QP
- * can complete, and the writes left are ended here.  Neither the drain
- * nor the flush touches another QP, so a late completion cannot end
- * another QP's drain or fill another QP's CQ.
- */
-static void rv_cm_destroy_qp(struct rdma_cm_id *id)
-{
-	struct rv_ibqp *iq;
-
-	if (!id->qp)
-		return;
-	iq = id->qp->qp_context;
-	if (!rv_write_qp_drain(iq)) {
-		WRITE_ONCE(iq->repost, false);
-		synchronize_rcu();
-	}
-	rv_cm_free_qp(id);
-}
-
-/*
- * Disconnect and destroy an id and its QP; never from the id's own
- * handler, never holding its connection's lock.
- */
-void rv_cm_destroy_id(struct rdma_cm_id *id)
-{
-	if (!id)
-		return;
-	if (id->qp) {
-		rdma_disconnect(id);
-		rv_cm_destroy_qp(id);
-	}
-	rdma_destroy_id(id);
-}
-
-static void rv_cm_qp_async(struct ib_event *event, void *context)
-{
-	struct rv_ibqp *iq = context;
-	struct rv_conn_qp *qp = iq->slot;
-
-	rv_conn_dbg(qp->conn, "qp %u: async event %s\n", qp->index,
-		    ib_event_msg(event->event));
-	switch (event->event) {
-	case IB_EVENT_QP_FATAL:
-	case IB_EVENT_QP_REQ_ERR:
-	case IB_EVENT_QP_ACCESS_ERR:
-		rv_cm_qp_fault(qp, event->element.qp,
-			       ib_event_msg(event->event));
-		break;
-	default:
-		break;
-	}
-}
-
-/*
- * Create the QP of @id, with its own CQ and write contexts, in the job's
- * PD and post its receives (first the proof's on an authenticated
- * server, qp->auth).  Caller holds conn->lock with conn->dead
- * false: the PD and the device are alive.  Called in rdma_cm's handlers
- * or rv_cm_wq's work, so what it allocates is charged to no user's
- * cgroup, like the device's QP and CQ memory: the per-uid connection
- * cap bounds all of it.
- */
-static int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
-{
-	struct rv_conn *conn = qp->conn;
-	struct ib_device *ibdev = conn->job->pd->device;
-	struct ib_qp_init_attr attr = {
-		.event_handler = rv_cm_qp_async,
-		.cap = {
-			/*
-			 * Drain markers, a heartbeat (or the proof) on the
-			 * send queue, the proof on the receive queue.
-			 */
-			.max_send_wr = conn->depth + 2,
-			.max_recv_wr = conn->depth + RV_RECV_BATCH + 1,
-			.max_send_sge = conn->max_sge,
-			.max_recv_sge = 1,
-		},
-		.sq_sig_type = IB_SIGNAL_REQ_WR,
-		.qp_type = IB_QPT_RC,
-	};
-	struct rv_ibqp *iq;
-	int ret;
-
-	iq = kzalloc(sizeof(*iq), GFP_KERNEL_ACCOUNT);
-	if (!iq)
-		return -ENOMEM;
-	iq->slot = qp;
-	iq->repost = true;
-	iq->authed = !qp->auth;
-	ret = rv_write_ibqp_init(iq);
-	if (ret)
-		goto out_free_iq;
-	ret = rv_cm_proof_init(ibdev, iq);
-	if (ret)
-		goto out_free_write;
-	/*
-	 * Completions in softirq, right after the device's interrupt (no
-	 * kworker between a completion and its event), on a vector of the
-	 * connection's own run of them (rv_conn.cq_vector), so that the
-	 * QPs of a connection, and connections, spread over the vectors as
-	 * nvme-rdma's queues do.  A private CQ, not a pooled one: see
-	 * struct rv_ibqp.
-	 */
-	iq->cq = ib_alloc_cq(ibdev, iq,
-			     attr.cap.max_send_wr + attr.cap.max_recv_wr,
-			     (conn->cq_vector + qp->index) %
-			     ibdev->num_comp_vectors,
-			     IB_POLL_SOFTIRQ);
-	if (IS_ERR(iq->cq)) {
-		ret = PTR_ERR(iq->cq);
-		goto out_free_proof;
-	}
-	attr.send_cq = iq->cq;
-	attr.recv_cq = iq->cq;
-	attr.qp_context = iq;
-	ret = rdma_create_qp(id, conn->job->pd, &attr);
-	if (ret)
-		goto out_free_cq;
-	iq->ibqp = id->qp;
-	/* The old QP's faults were all handled before it was destroyed. */
-	WRITE_ONCE(qp->broken, false);
-	WRITE_ONCE(qp->fault_qp, NULL);
-	ret = 0;
-	if (qp->auth && !conn->client)
-		ret = rv_cm_post_proof_recv(iq, conn->job->pd);
-	if (!ret)
-		ret = rv_write_post_recvs(iq);
-	if (ret)
-		rv_cm_free_qp(id);
-	return ret;
-
-out_free_cq:
-	ib_free_cq(iq->cq);
-out_free_proof:
-	rv_cm_proof_free(ibdev, iq);
-out_free_write:
-	rv_write_ibqp_free(iq);
-out_free_iq:
-	kfree(iq);
-	return ret;
-}
-
-/*
  * What a handshake's tags bind (struct rv_auth_msg), from its request and
  * the two ends' addresses; the server's nonce and QP number come later.
  */
@@ -406,8 +217,7 @@ static bool rv_cm_reason_fatal(u32 reason)
  * work to destroy and decide what comes next.  Caller holds conn->lock and
  * @id is qp->cm_id.
  */
-static void rv_cm_fail(struct rv_conn_qp *qp, struct rdma_cm_id *id,
-		       u32 reason)
+void rv_cm_fail(struct rv_conn_qp *qp, struct rdma_cm_id *id, u32 reason)
 {
 	struct rv_conn *conn = qp->conn;
 	unsigned long delay = 0, now = jiffies;
@@ -1270,81 +1080,6 @@ out_unlock:
 	}
 	if (start)
 		rv_cm_start_attempt(qp);
-}
-
-/* Whether @ibqp is in the error state; false when it cannot say. */
-static bool rv_cm_qp_in_error(struct ib_qp *ibqp)
-{
-	struct ib_qp_init_attr init_attr;
-	struct ib_qp_attr attr;
-
-	if (ib_query_qp(ibqp, &attr, IB_QP_STATE, &init_attr))
-		return false;
-	return attr.qp_state == IB_QPS_ERR;
-}
-
-/*
- * A QP in the error state stays "connected" for the CM: fail its id (the
- * client reconnects) unless it was replaced already.
- *
- * A QP can also reach the error state with nothing but flushes to show
- * for it: rxe's responder moves it there after NAKing a bad request (the
- * error completion is the peer's), and then every receive, write and
- * heartbeat on it is flushed.  A flush is routine for a QP being replaced,
- * so the current QP is asked for its state before it is failed.
- */
-static void rv_cm_fault_work(struct work_struct *work)
-{
-	struct rv_conn_qp *qp = container_of(work, struct rv_conn_qp,
-					     fault_work);
-	struct rv_conn *conn = qp->conn;
-	const char *cause = NULL;
-	bool flushed;
-
-	mutex_lock(&conn->lock);
-	flushed = READ_ONCE(qp->flush_seen);
-	WRITE_ONCE(qp->flush_seen, false);
-	if (conn->dead || !qp->cm_id || qp->dead_id || !qp->cm_id->qp)
-		goto out_unlock;
-	if (qp->cm_id->qp == READ_ONCE(qp->fault_qp))
-		cause = READ_ONCE(qp->fault_cause);
-	else if (flushed && qp->state == RV_QP_CONNECTED &&
-		 rv_cm_qp_in_error(qp->cm_id->qp))
-		cause = "in the error state, completions flushed";
-	if (!cause)
-		goto out_unlock;
-	pr_warn_ratelimited("job%u conn%u qp%u: QP %u failed (%s), replacing it\n",
-			    conn->job->id, conn->id, qp->index,
-			    qp->cm_id->qp->qp_num, cause);
-	atomic64_inc(&conn->qp_errors);
-	rv_cm_fail(qp, qp->cm_id, RV_CONN_REASON_QP_ERROR);
-out_unlock:
-	mutex_unlock(&conn->lock);
-}
-
-/*
- * @ibqp of @qp failed because of @cause (static text); any context (async
- * events may be atomic).
- */
-void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
-		    const char *cause)
-{
-	WRITE_ONCE(qp->fault_cause, cause);
-	WRITE_ONCE(qp->broken, true);
-	WRITE_ONCE(qp->fault_qp, ibqp);
-	queue_work(rv_cm_wq, &qp->fault_work);
-}
-
-/*
- * A completion of @qp was flushed: have the work check whether the current
- * QP went to the error state unnoticed.  Any context.
- */
-void rv_cm_qp_flushed(struct rv_conn_qp *qp)
-{
-	if (READ_ONCE(qp->flush_seen))
-		return;
-	WRITE_ONCE(qp->flush_seen, true);
-	queue_work(rv_cm_wq, &qp->fault_work);
 }
 
 void rv_cm_qp_init(struct rv_conn_qp *qp)

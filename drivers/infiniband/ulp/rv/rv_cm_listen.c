@@ -1,58 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rv's rdma_cm listeners, the connection module parameters, and setup and
- * teardown of the connection machinery (work queue, debugfs).
+ * rv's rdma_cm listeners: one per network namespace that has jobs, and
+ * init_net's from load to unload.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_wire.h"
 
-#include <linux/debugfs.h>
 #include <linux/in.h>
 #include <linux/in6.h>
-#include <linux/module.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
-
-/*
- * A privileged port (see RV_CM_PRIV_PORT_END), the highest one.  The
- * number only has to be free in rdma_cm's own port space on the node: on
- * IB and RoCE it travels in the CM's private data, never as a TCP or UDP
- * port on the wire (RoCE v2 is UDP 4791), so IANA's assignments of
- * system ports do not apply, and no rdma_cm service uses system ports
- * (NFS/RDMA 20049, iSER 3260, NVMe-oF 4420, SMB Direct 5445, RDS 18634).
- * rv's clients send from the ports just below it (RV_CM_SRC_PORT_MIN).
- */
-unsigned int rv_cm_port = 1023;
-module_param_named(cm_port, rv_cm_port, uint, 0444);
-MODULE_PARM_DESC(cm_port, "Privileged port of rv's rdma_cm listener and default remote port (1..1023, default 1023)");
-
-unsigned int rv_conn_wqe_budget = 1024;
-module_param_named(conn_wqe_budget, rv_conn_wqe_budget, uint, 0444);
-MODULE_PARM_DESC(conn_wqe_budget, "Send and receive queue entries per remote node, split between its QPs (16..16384, default 1024)");
-
-unsigned int rv_conn_timeout_ms = 30000;
-module_param_named(conn_timeout_ms, rv_conn_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(conn_timeout_ms, "Default connection establishment timeout in ms (1..3600000, default 30000)");
-
-/*
- * rdma_cm's RoCE default (18: about 1 s, 2 s with the margin) makes every
- * packet lost at the end of a burst cost seconds; 15 (about 134 ms) keeps
- * a lossy link moving, and its 7 tries (RV_CM_RETRY_COUNT) still ride out
- * a second of congestion before a write fails.
- */
-unsigned int rv_ack_timeout = 15;
-module_param_named(ack_timeout, rv_ack_timeout, uint, 0444);
-MODULE_PARM_DESC(ack_timeout, "QP local ACK timeout exponent: 4.096 us * 2^n (8..31, default 15)");
-
-/*
- * How long a QP's teardown waits for the flush of its work requests before
- * it destroys the QP anyway.  Tests set 0 (never wait) to act as a device
- * that withholds its flush completions.
- */
-unsigned int rv_drain_timeout_ms = 5000;
-module_param_named(drain_timeout_ms, rv_drain_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(drain_timeout_ms, "Longest wait for a QP's flushed work requests before it is destroyed, per queue, in ms (0..60000, 0 = none (tests), default 5000)");
 
 /**
  * struct rv_cm_listener - rv's rdma_cm listeners in one network namespace
@@ -79,7 +38,7 @@ struct rv_cm_listener {
  * Protects rv_cm_listeners and every listener's users count, and is held
  * across a listener's creation and destruction: a namespace never has two
  * (the second could not bind cm_port).  Taken with no rv lock held but
- * rv_file.lock (see rv_conn.h); destroying a listener waits for its
+ * rv_file.lock (see rv.h); destroying a listener waits for its
  * request handlers, which never take it.
  */
 static DEFINE_MUTEX(rv_cm_listen_lock);
@@ -87,11 +46,6 @@ static LIST_HEAD(rv_cm_listeners);
 
 /* init_net's listener, held from rv_cm_init() to rv_cm_exit(). */
 static struct rv_cm_listener *rv_cm_init_listener;
-
-/* Runs every QP's work: attempts, retries, timeouts, id destruction. */
-struct workqueue_struct *rv_cm_wq;
-
-static struct dentry *rv_debugfs;
 
 #define RV_CM_BACKLOG	128
 
@@ -263,61 +217,12 @@ void rv_cm_listener_put(struct rv_cm_listener *l)
 	mutex_unlock(&rv_cm_listen_lock);
 }
 
-DEFINE_SHOW_ATTRIBUTE(rv_cm_stats);
-
 int rv_cm_init(void)
 {
-	int ret;
-
-	/*
-	 * No opt-out: a port a user can bind lets any user of the fabric
-	 * pose as rv (see "Security model" in rv(7)).
-	 */
-	if (!rv_cm_port || rv_cm_port >= RV_CM_PRIV_PORT_END) {
-		pr_err("cm_port=%u is not a privileged port (1..%u): any user could take it\n",
-		       rv_cm_port, RV_CM_PRIV_PORT_END - 1);
-		return -EINVAL;
-	}
-	if (rv_conn_wqe_budget < RV_MAX_CONN_PER_NODE || rv_conn_wqe_budget > 16384) {
-		pr_err("conn_wqe_budget=%u out of range 16..16384\n",
-		       rv_conn_wqe_budget);
-		return -EINVAL;
-	}
-	if (!rv_conn_timeout_ms ||
-	    rv_conn_timeout_ms > RV_CONN_TIMEOUT_MAX_MS) {
-		pr_err("conn_timeout_ms=%u out of range 1..%u\n",
-		       rv_conn_timeout_ms, RV_CONN_TIMEOUT_MAX_MS);
-		return -EINVAL;
-	}
-
-	if (rv_ack_timeout < 8 || rv_ack_timeout > 31) {
-		pr_err("ack_timeout=%u out of range 8..31\n", rv_ack_timeout);
-		return -EINVAL;
-	}
-
-	if (rv_drain_timeout_ms > RV_DRAIN_TIMEOUT_MAX_MS) {
-		pr_err("drain_timeout_ms=%u out of range 0..%u\n",
-		       rv_drain_timeout_ms, RV_DRAIN_TIMEOUT_MAX_MS);
-		return -EINVAL;
-	}
-
-	/* The listener's handler uses it: it exists first. */
-	rv_cm_wq = alloc_workqueue("rv_cm", 0, 0);
-	if (!rv_cm_wq)
-		return -ENOMEM;
 	rv_cm_init_listener = rv_cm_listener_get(&init_net);
-	if (IS_ERR(rv_cm_init_listener)) {
-		ret = PTR_ERR(rv_cm_init_listener);
-		goto out_destroy_wq;
-	}
-	rv_debugfs = debugfs_create_dir("rv", NULL);
-	debugfs_create_file("cm_stats", 0444, rv_debugfs, NULL,
-			    &rv_cm_stats_fops);
+	if (IS_ERR(rv_cm_init_listener))
+		return PTR_ERR(rv_cm_init_listener);
 	return 0;
-
-out_destroy_wq:
-	destroy_workqueue(rv_cm_wq);
-	return ret;
 }
 
 /*
@@ -328,6 +233,4 @@ void rv_cm_exit(void)
 {
 	rv_cm_listener_put(rv_cm_init_listener);
 	WARN_ON(!list_empty(&rv_cm_listeners));
-	debugfs_remove_recursive(rv_debugfs);
-	destroy_workqueue(rv_cm_wq);
 }

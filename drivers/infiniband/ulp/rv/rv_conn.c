@@ -3,11 +3,14 @@
  * Connections: the job's shared pool of num_conn RC QPs to one remote
  * node, its lifetime (references, teardown, device removal), its state,
  * and the per-file handle table.  The CONN_* commands are in
- * rv_conn_cmd.c, the rdma_cm side (requests, attempts, retries) in rv_cm.c
- * and the listener in rv_cm_listen.c.
+ * rv_conn_cmd.c, the rdma_cm side (requests, attempts, retries) in rv_cm.c,
+ * the listener in rv_cm_listen.c and the QPs in rv_qp.c.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_qp.h"
+#include "rv_write.h"
 #include "rv_conn_trace.h"
 
 #include <linux/idr.h>
@@ -17,6 +20,10 @@
 #include <net/ipv6.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
+
+/* Protects rv_conns (and each job's conns list, see struct rv_conn). */
+DEFINE_MUTEX(rv_conn_list_lock);
+LIST_HEAD(rv_conns);
 
 static DEFINE_IDA(rv_conn_ida);
 

@@ -4,7 +4,10 @@
  * to connections (rv_conn.c) and report their state.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_wire.h"
+#include "rv_write.h"
 
 #include <linux/inet.h>
 #include <net/ipv6.h>

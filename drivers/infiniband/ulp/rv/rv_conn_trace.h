@@ -6,6 +6,12 @@
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM rv
+/*
+ * rv_trace.c instantiates rv_trace.h's events of the same system too: a
+ * name of its own for this header's copy of the system's name string.
+ */
+#undef TRACE_SYSTEM_VAR
+#define TRACE_SYSTEM_VAR rv_conn
 
 #if !defined(_TRACE_RV_CONN_H) || defined(TRACE_HEADER_MULTI_READ)
 #define _TRACE_RV_CONN_H
@@ -15,6 +21,8 @@
 #include <rdma/rdma_cm.h>
 #include <rdma/rv_user_ioctls.h>
 #include <trace/misc/rdma.h>
+
+#include "rv_write.h"
 
 #define rv_show_conn_state(s)					\
 	__print_symbolic(s,					\
@@ -176,6 +184,7 @@ TRACE_EVENT(rv_recv,
 #endif /* _TRACE_RV_CONN_H */
 
 #undef TRACE_INCLUDE_PATH
+#undef TRACE_INCLUDE_FILE
 #define TRACE_INCLUDE_PATH .
 #define TRACE_INCLUDE_FILE rv_conn_trace
 

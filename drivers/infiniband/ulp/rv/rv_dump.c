@@ -6,6 +6,7 @@
  */
 #include "rv.h"
 #include "rv_conn.h"
+#include "rv_write.h"
 
 #include <linux/capability.h>
 #include <linux/mm.h>

@@ -9,6 +9,8 @@
  */
 #include "rv.h"
 #include "rv_conn.h"
+#include "rv_wire.h"
+#include "rv_write.h"
 
 #include <linux/compat.h>
 #include <linux/fs.h>

@@ -17,6 +17,7 @@
  * key gets new QPs, which no write of the old ones can reach.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
 #include "rv_trace.h"
 
@@ -259,7 +260,7 @@ int rv_job_attach(struct rv_file *rf, struct rv_device *dev,
 	/*
 	 * A new job needs the listeners of its namespace; taken before the
 	 * device's locks, under which they cannot be created or destroyed
-	 * (see rv_conn.h).  Dropped at the end if the job exists.
+	 * (see the lock order in rv.h).  Dropped at the end if the job exists.
 	 */
 	listener = rv_cm_listener_get(params->net);
 	if (IS_ERR(listener)) {

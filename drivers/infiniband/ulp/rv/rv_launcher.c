@@ -10,7 +10,6 @@
  * destroying the binding ends the job: its connections go at once.
  */
 #include "rv.h"
-#include "rv_conn.h"
 
 #include <linux/cgroup.h>
 #include <linux/cred.h>
@@ -19,10 +18,6 @@
 
 /* Most bindings on a node: far above any number of steps at once. */
 #define RV_LAUNCHER_MAX_BINDINGS	65536
-
-static bool rv_launcher_only;
-module_param_named(launcher_jobs_only, rv_launcher_only, bool, 0644);
-MODULE_PARM_DESC(launcher_jobs_only, "Refuse ATTACH for a uid and job key no launcher bound (default N)");
 
 /**
  * struct rv_launcher_binding - a uid and job key bound to a launcher job

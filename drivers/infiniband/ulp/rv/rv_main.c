@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * rv module entry: parameters, the /dev/rv misc device and the ib_client.
+ * rv module entry: every module parameter and its validation, the
+ * workqueue of the connections' work, debugfs, the /dev/rv misc device and
+ * the ib_client.
  */
 #include "rv.h"
 #include "rv_auth.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_wire.h"
 
+#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/math64.h>
@@ -13,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/sizes.h>
 #include <linux/module.h>
+#include <linux/seq_file.h>
 #include <linux/time64.h>
 
 /*
@@ -141,6 +147,69 @@ unsigned int rv_slot_quarantine_ms = 10000;
 module_param_named(slot_quarantine_ms, rv_slot_quarantine_ms, uint, 0444);
 MODULE_PARM_DESC(slot_quarantine_ms, "Time a freed process slot is kept unused, in ms (0..600000, 0 = reuse at once, default 10000)");
 
+/*
+ * A privileged port (see RV_CM_PRIV_PORT_END), the highest one.  The
+ * number only has to be free in rdma_cm's own port space on the node: on
+ * IB and RoCE it travels in the CM's private data, never as a TCP or UDP
+ * port on the wire (RoCE v2 is UDP 4791), so IANA's assignments of
+ * system ports do not apply, and no rdma_cm service uses system ports
+ * (NFS/RDMA 20049, iSER 3260, NVMe-oF 4420, SMB Direct 5445, RDS 18634).
+ * rv's clients send from the ports just below it (RV_CM_SRC_PORT_MIN).
+ */
+unsigned int rv_cm_port = 1023;
+module_param_named(cm_port, rv_cm_port, uint, 0444);
+MODULE_PARM_DESC(cm_port, "Privileged port of rv's rdma_cm listener and default remote port (1..1023, default 1023)");
+
+unsigned int rv_conn_wqe_budget = 1024;
+module_param_named(conn_wqe_budget, rv_conn_wqe_budget, uint, 0444);
+MODULE_PARM_DESC(conn_wqe_budget, "Send and receive queue entries per remote node, split between its QPs (16..16384, default 1024)");
+
+unsigned int rv_conn_timeout_ms = 30000;
+module_param_named(conn_timeout_ms, rv_conn_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(conn_timeout_ms, "Default connection establishment timeout in ms (1..3600000, default 30000)");
+
+/*
+ * rdma_cm's RoCE default (18: about 1 s, 2 s with the margin) makes every
+ * packet lost at the end of a burst cost seconds; 15 (about 134 ms) keeps
+ * a lossy link moving, and its 7 tries (RV_CM_RETRY_COUNT) still ride out
+ * a second of congestion before a write fails.
+ */
+unsigned int rv_ack_timeout = 15;
+module_param_named(ack_timeout, rv_ack_timeout, uint, 0444);
+MODULE_PARM_DESC(ack_timeout, "QP local ACK timeout exponent: 4.096 us * 2^n (8..31, default 15)");
+
+/*
+ * How long a QP's teardown waits for the flush of its work requests before
+ * it destroys the QP anyway.  Tests set 0 (never wait) to act as a device
+ * that withholds its flush completions.
+ */
+unsigned int rv_drain_timeout_ms = 5000;
+module_param_named(drain_timeout_ms, rv_drain_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(drain_timeout_ms, "Longest wait for a QP's flushed work requests before it is destroyed, per queue, in ms (0..60000, 0 = none (tests), default 5000)");
+
+/*
+ * Longest wait at close for the file's writes on healthy QPs before the
+ * QPs carrying them are broken, which the job's other processes see as
+ * failed writes.  A write may queue behind a full send queue of other
+ * processes' batches: milliseconds on a NIC, seconds on a slow software
+ * device (a debug kernel's rxe), which is why it can be raised.
+ */
+unsigned int rv_quiesce_ms = 10000;
+module_param_named(quiesce_ms, rv_quiesce_ms, uint, 0444);
+MODULE_PARM_DESC(quiesce_ms, "Longest wait at close for a process's writes before the QPs carrying them are broken, in ms (1000..600000, default 10000)");
+
+bool rv_auth_insecure;
+module_param_named(insecure_no_cluster_key, rv_auth_insecure, bool, 0444);
+MODULE_PARM_DESC(insecure_no_cluster_key, "Connect without a cluster key, unauthenticated: unsafe on a fabric shared with other users (default N)");
+
+/* 0600: no user may set the key or read even its fingerprint here. */
+module_param_cb(cluster_key, &rv_auth_key_ops, NULL, 0600);
+MODULE_PARM_DESC(cluster_key, "Secret key shared by the cluster's nodes, 32..128 hex digits; reads give its fingerprint");
+
+bool rv_launcher_only;
+module_param_named(launcher_jobs_only, rv_launcher_only, bool, 0644);
+MODULE_PARM_DESC(launcher_jobs_only, "Refuse ATTACH for a uid and job key no launcher bound (default N)");
+
 static int rv_check_params(void)
 {
 	if (!rv_max_jobs_per_uid)
@@ -197,13 +266,44 @@ static int rv_check_params(void)
 		       rv_default_mr_cache_bytes, rv_max_mr_cache_bytes);
 		return -EINVAL;
 	}
+	/*
+	 * No opt-out: a port a user can bind lets any user of the fabric
+	 * pose as rv (see "Security model" in rv(7)).
+	 */
+	if (!rv_cm_port || rv_cm_port >= RV_CM_PRIV_PORT_END) {
+		pr_err("cm_port=%u is not a privileged port (1..%u): any user could take it\n",
+		       rv_cm_port, RV_CM_PRIV_PORT_END - 1);
+		return -EINVAL;
+	}
+	if (rv_conn_wqe_budget < RV_MAX_CONN_PER_NODE || rv_conn_wqe_budget > 16384) {
+		pr_err("conn_wqe_budget=%u out of range 16..16384\n",
+		       rv_conn_wqe_budget);
+		return -EINVAL;
+	}
+	if (!rv_conn_timeout_ms ||
+	    rv_conn_timeout_ms > RV_CONN_TIMEOUT_MAX_MS) {
+		pr_err("conn_timeout_ms=%u out of range 1..%u\n",
+		       rv_conn_timeout_ms, RV_CONN_TIMEOUT_MAX_MS);
+		return -EINVAL;
+	}
+
+	if (rv_ack_timeout < 8 || rv_ack_timeout > 31) {
+		pr_err("ack_timeout=%u out of range 8..31\n", rv_ack_timeout);
+		return -EINVAL;
+	}
+
+	if (rv_drain_timeout_ms > RV_DRAIN_TIMEOUT_MAX_MS) {
+		pr_err("drain_timeout_ms=%u out of range 0..%u\n",
+		       rv_drain_timeout_ms, RV_DRAIN_TIMEOUT_MAX_MS);
+		return -EINVAL;
+	}
 	return 0;
 }
 
 /*
  * A quarantine shorter than the time this node's QPs retransmit a write
  * lets late writes reach a slot's next process: say so (ack_timeout is
- * validated by rv_conn_init()).
+ * validated by rv_check_params()).
  */
 static void rv_check_quarantine(void)
 {
@@ -214,6 +314,13 @@ static void rv_check_quarantine(void)
 		pr_notice("slot_quarantine_ms=%u is below the %llu ms a write is retried at ack_timeout=%u\n",
 			  rv_slot_quarantine_ms, retry_ms, rv_ack_timeout);
 }
+
+/* Runs every QP's work: attempts, retries, timeouts, id destruction. */
+struct workqueue_struct *rv_cm_wq;
+
+static struct dentry *rv_debugfs;
+
+DEFINE_SHOW_ATTRIBUTE(rv_cm_stats);
 
 /*
  * Any user may open /dev/rv: jobs are isolated by uid and key, and pinned
@@ -234,9 +341,20 @@ static int __init rv_init(void)
 	if (ret)
 		goto out_auth_exit;
 
+	/* The listener's handler uses it: it exists first. */
+	rv_cm_wq = alloc_workqueue("rv_cm", 0, 0);
+	if (!rv_cm_wq) {
+		ret = -ENOMEM;
+		goto out_auth_exit;
+	}
+
 	ret = rv_conn_init();
 	if (ret)
-		goto out_auth_exit;
+		goto out_destroy_wq;
+
+	rv_debugfs = debugfs_create_dir("rv", NULL);
+	debugfs_create_file("cm_stats", 0444, rv_debugfs, NULL,
+			    &rv_cm_stats_fops);
 
 	ret = rv_device_init();
 	if (ret)
@@ -253,6 +371,9 @@ out_device_exit:
 	rv_device_exit();
 out_conn_exit:
 	rv_conn_exit();
+	debugfs_remove_recursive(rv_debugfs);
+out_destroy_wq:
+	destroy_workqueue(rv_cm_wq);
 out_auth_exit:
 	/* The cluster_key parameter was parsed before this ran. */
 	rv_auth_exit();
@@ -264,6 +385,8 @@ static void __exit rv_exit(void)
 {
 	misc_deregister(&rv_misc);
 	rv_conn_exit();
+	debugfs_remove_recursive(rv_debugfs);
+	destroy_workqueue(rv_cm_wq);
 	rv_device_exit();
 	rv_job_exit();
 	rv_uid_exit();

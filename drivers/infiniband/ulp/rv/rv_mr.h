@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * rv: the per-file MR cache.  Included by rv.h.
+ * rv: the per-file MR cache.  Included by rv.h, whose struct rv_file holds
+ * one; it needs nothing of rv.h but the names of the structures its
+ * functions take (declared below), so the two do not include each other.
  */
 #ifndef RV_MR_H
 #define RV_MR_H
@@ -9,8 +11,10 @@
 #include <linux/mmu_notifier.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
+#include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <rdma/rv_user_ioctls.h>
 
 struct ib_mr;
 struct ib_sge;
@@ -138,9 +142,9 @@ struct rv_mr_entry {
  *	completed IB_WR_LOCAL_INV and ready to be mapped again; @pool_len
  *	of them
  *
- * Lock order: rv_file.lock -> (device read section) -> @lock -> @handles'
- * lock.  Send completions take @lock in softirq (rv_mr_put_io()),
- * so everyone takes it with spin_lock_bh().
+ * In the lock order (rv.h): rv_file.lock -> (device read section) ->
+ * @lock -> @handles' lock.  Send completions take @lock in softirq
+ * (rv_mr_put_io()), so everyone takes it with spin_lock_bh().
  * The MMU notifier takes only @lock (it runs under mmap_lock and other
  * mm locks, so nothing that can wait on those may be held with @lock).
  */

@@ -8,7 +8,9 @@
 
 #include <linux/poll.h>
 #include <linux/spinlock.h>
+#include <linux/types.h>
 #include <linux/wait.h>
+#include <rdma/rv_user_ioctls.h>
 
 struct file;
 struct mm_struct;

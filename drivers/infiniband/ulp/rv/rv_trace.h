@@ -148,6 +148,7 @@ DEFINE_RV_MR_EVENT(free);
 #endif /* _TRACE_RV_H */
 
 #undef TRACE_INCLUDE_PATH
+#undef TRACE_INCLUDE_FILE
 #define TRACE_INCLUDE_PATH .
 #define TRACE_INCLUDE_FILE rv_trace
 

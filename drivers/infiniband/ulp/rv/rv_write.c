@@ -77,23 +77,15 @@
  * released outside it.
  */
 #include "rv.h"
+#include "rv_cm.h"
 #include "rv_conn.h"
+#include "rv_qp.h"
+#include "rv_write.h"
 #include "rv_conn_trace.h"
 
 #include <linux/sched/signal.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
-
-/*
- * Longest wait at close for the file's writes on healthy QPs before the
- * QPs carrying them are broken, which the job's other processes see as
- * failed writes.  A write may queue behind a full send queue of other
- * processes' batches: milliseconds on a NIC, seconds on a slow software
- * device (a debug kernel's rxe), which is why it can be raised.
- */
-unsigned int rv_quiesce_ms = 10000;
-module_param_named(quiesce_ms, rv_quiesce_ms, uint, 0444);
-MODULE_PARM_DESC(quiesce_ms, "Longest wait at close for a process's writes before the QPs carrying them are broken, in ms (1000..600000, default 10000)");
 
 /* Work requests posted by one ib_post_send() at most (one doorbell). */
 #define RV_POST_CHAIN		32
@@ -260,35 +252,6 @@ static void rv_write_route(struct rv_conn *conn, u32 imm, u32 bytes)
 	trace_rv_recv(job->id, conn->id, slot, imm, bytes, result);
 }
 
-/*
- * Post @iq's @recv_pending consumed receives again, as one chain.  The
- * QP is alive: it is destroyed after a drain, which waits for this
- * handler (same CQ) to have run, or, when the drain timed out, after
- * @repost is cleared and an RCU grace period.  In the error state the
- * receives are flushed.  Receives a failed post leaves out are counted as
- * receive errors and not retried: the post fails only on a QP that is
- * going away.
- */
-static void rv_write_repost(struct rv_ibqp *iq)
-{
-	const struct ib_recv_wr *first, *bad = NULL;
-	u32 n = iq->recv_pending;
-	int ret = 0;
-
-	iq->recv_pending = 0;
-	first = &iq->recv_wrs[RV_RECV_BATCH - n];
-	rcu_read_lock();
-	if (READ_ONCE(iq->repost))
-		ret = ib_post_recv(iq->ibqp, first, &bad);
-	rcu_read_unlock();
-	if (!ret)
-		return;
-	/* @bad is the first one not posted: it and those after it. */
-	if (bad >= first && bad < &iq->recv_wrs[RV_RECV_BATCH])
-		n = &iq->recv_wrs[RV_RECV_BATCH] - bad;
-	atomic64_add(n, &iq->slot->conn->recv_errors);
-}
-
 static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rv_ibqp *iq = cq->cq_context;
@@ -329,190 +292,6 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	if (++iq->recv_pending == RV_RECV_BATCH)
 		rv_write_repost(iq);
-}
-
-/*
- * Fill a new QP's receive queue, a batch per call, before it can complete
- * anything: @depth + RV_RECV_BATCH - 1 receives (see rv_conn_qp).
- */
-int rv_write_post_recvs(struct rv_ibqp *iq)
-{
-	u32 left = iq->slot->conn->depth + RV_RECV_BATCH - 1, n;
-	int ret;
-
-	iq->recv_pending = 0;
-	while (left) {
-		n = min_t(u32, left, RV_RECV_BATCH);
-		ret = ib_post_recv(iq->ibqp, &iq->recv_wrs[RV_RECV_BATCH - n],
-				   NULL);
-		if (ret)
-			return ret;
-		left -= n;
-	}
-	return 0;
-}
-
-static void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
-					     hb_cqe);
-
-	spin_lock_bh(&qp->sq_lock);
-	qp->hb_inflight = false;
-	spin_unlock_bh(&qp->sq_lock);
-	if (wc->status == IB_WC_SUCCESS)
-		WRITE_ONCE(qp->last_activity, jiffies);
-	else if (wc->status != IB_WC_WR_FLUSH_ERR)	/* the path is dead */
-		rv_cm_qp_fault(qp, wc->qp, ib_wc_status_msg(wc->status));
-	else
-		rv_cm_qp_flushed(qp);
-}
-
-/* Connections whose heartbeat work is queued (rv_conn.hb_armed). */
-static atomic_t rv_hb_armed = ATOMIC_INIT(0);
-
-u32 rv_write_hb_armed(void)
-{
-	return atomic_read(&rv_hb_armed);
-}
-
-/*
- * The job's interval, stretched so that the armed connections of the node
- * together make at most heartbeat_budget passes a second.
- */
-static unsigned long rv_write_hb_period(const struct rv_conn *conn)
-{
-	u64 ms = conn->job->params.heartbeat_ms;
-	u32 budget = READ_ONCE(rv_heartbeat_budget);
-
-	if (budget)
-		ms = max_t(u64, ms, div_u64((u64)atomic_read(&rv_hb_armed) *
-					    MSEC_PER_SEC, budget));
-	return msecs_to_jiffies(min_t(u64, ms, RV_MAX_HEARTBEAT_MS));
-}
-
-/* Count @conn in rv_hb_armed or not; caller holds @conn->lock. */
-static void rv_write_hb_count(struct rv_conn *conn, bool armed)
-{
-	lockdep_assert_held(&conn->lock);
-	if (conn->hb_armed == armed)
-		return;
-	conn->hb_armed = armed;
-	if (armed)
-		atomic_inc(&rv_hb_armed);
-	else
-		atomic_dec(&rv_hb_armed);
-}
-
-/*
- * Queue @conn's heartbeat pass, if its job has heartbeats and it is not
- * queued yet: called when a QP is connected, so an idle or unconnected
- * connection costs no pass at all.  Caller holds @conn->lock.
- */
-void rv_write_hb_arm(struct rv_conn *conn)
-{
-	lockdep_assert_held(&conn->lock);
-	if (conn->hb_armed || conn->dead ||
-	    conn->job->params.heartbeat_ms == RV_HEARTBEAT_OFF)
-		return;
-	rv_write_hb_count(conn, true);
-	queue_delayed_work(rv_cm_wq, &conn->hb_work, rv_write_hb_period(conn));
-}
-
-/* @conn is dead and its work cancelled: uncount it. */
-void rv_write_hb_disarm(struct rv_conn *conn)
-{
-	mutex_lock(&conn->lock);
-	rv_write_hb_count(conn, false);
-	mutex_unlock(&conn->lock);
-}
-
-/*
- * A QP idle for heartbeat_ms sends a zero-length RDMA WRITE (no rkey
- * needed, no receive consumed): the transport's acknowledgment proves the
- * path, its retry exhaustion fails the QP, which is then replaced.  Both
- * sides do it, so a node that only receives notices a dead path too.  The
- * pass requeues itself while a QP is connected, at most heartbeat_budget
- * passes a second over the node (rv_write_hb_period()).
- */
-static void rv_write_hb_work(struct work_struct *work)
-{
-	struct rv_conn *conn = container_of(to_delayed_work(work),
-					    struct rv_conn, hb_work);
-	unsigned long period = msecs_to_jiffies(conn->job->params.heartbeat_ms);
-	bool any_connected = false;
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.opcode = IB_WR_RDMA_WRITE,
-			.send_flags = IB_SEND_SIGNALED,
-		},
-	};
-	bool busy;
-	u32 i;
-
-	mutex_lock(&conn->lock);
-	if (conn->dead)
-		goto out_unlock;
-	for (i = 0; i < conn->num_conn; i++) {
-		struct rv_conn_qp *qp = &conn->qps[i];
-
-		if (qp->state != RV_QP_CONNECTED || !qp->cm_id)
-			continue;
-		any_connected = true;
-		if (time_before(jiffies, READ_ONCE(qp->last_activity) + period))
-			continue;
-		spin_lock_bh(&qp->sq_lock);
-		busy = qp->hb_inflight;
-		qp->hb_inflight = true;
-		if (!busy)
-			qp->hb_iq = qp->cm_id->qp->qp_context;
-		spin_unlock_bh(&qp->sq_lock);
-		if (busy)
-			continue;
-		wr.wr.wr_cqe = &qp->hb_cqe;
-		if (ib_post_send(qp->cm_id->qp, &wr.wr, NULL)) {
-			spin_lock_bh(&qp->sq_lock);
-			qp->hb_inflight = false;
-			spin_unlock_bh(&qp->sq_lock);
-			continue;
-		}
-		atomic64_inc(&conn->heartbeats);
-		trace_rv_heartbeat(conn->job->id, conn->id, qp->index,
-				   jiffies_to_msecs(jiffies -
-						    READ_ONCE(qp->last_activity)));
-	}
-	/* A probe may have queued the pass while it was disarmed. */
-	rv_write_hb_count(conn, any_connected);
-	if (any_connected)
-		queue_delayed_work(rv_cm_wq, &conn->hb_work,
-				   rv_write_hb_period(conn));
-out_unlock:
-	mutex_unlock(&conn->lock);
-}
-
-/*
- * Have @qp send a heartbeat at once, idle or not.  Caller holds
- * @qp->conn->lock; nothing happens when the job's heartbeats are off.
- */
-void rv_write_probe(struct rv_conn_qp *qp)
-{
-	struct rv_conn *conn = qp->conn;
-	u32 ms = conn->job->params.heartbeat_ms;
-
-	if (conn->dead || ms == RV_HEARTBEAT_OFF)
-		return;
-	WRITE_ONCE(qp->last_activity, jiffies - msecs_to_jiffies(ms) - 1);
-	mod_delayed_work(rv_cm_wq, &conn->hb_work, 0);
-}
-
-void rv_write_conn_init(struct rv_conn *conn)
-{
-	INIT_DELAYED_WORK(&conn->hb_work, rv_write_hb_work);
-}
-
-static void rv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	complete(&container_of(wc->wr_cqe, struct rv_drain, cqe)->done);
 }
 
 void rv_write_qp_init(struct rv_conn_qp *qp)
@@ -592,55 +371,6 @@ void rv_write_ibqp_free(struct rv_ibqp *iq)
 	kfree(iq->chain_sge);
 	kfree(iq->chain);
 	kvfree(iq->ctxs);
-}
-
-static bool rv_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
-			  const char *which)
-{
-	const struct rv_conn_qp *qp = iq->slot;
-
-	if (wait_for_completion_timeout(&d->done,
-					msecs_to_jiffies(rv_drain_timeout_ms)))
-		return true;
-	pr_warn_ratelimited("job%u conn%u qp%u: %s queue drain timed out\n",
-			    qp->conn->job->id, qp->conn->id, qp->index, which);
-	return false;
-}
-
-/**
- * rv_write_qp_drain - complete everything posted on a QP before it goes
- * @iq: the QP, about to be destroyed
- *
- * Moves the QP to the error state and waits, at most drain_timeout_ms
- * per queue, for a marker posted behind every write and receive: the
- * flushes of everything before it have then been handled.  Caller holds
- * neither the connection's lock nor anything a completion takes.
- *
- * Return: true if both markers completed; false if completions of the QP
- * may still come (the caller then stops reposts before destroying it).
- */
-bool rv_write_qp_drain(struct rv_ibqp *iq)
-{
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-	struct ib_rdma_wr swr = {
-		.wr = {
-			.wr_cqe = &iq->sdrain.cqe,
-			.opcode = IB_WR_RDMA_WRITE,
-			.send_flags = IB_SEND_SIGNALED,
-		},
-	};
-	struct ib_recv_wr rwr = { .wr_cqe = &iq->rdrain.cqe };
-	bool sent, received;
-
-	if (ib_modify_qp(iq->ibqp, &attr, IB_QP_STATE))
-		return false;
-	/* Each queue has a free entry for its marker: see rv_conn_qp. */
-	sent = !ib_post_send(iq->ibqp, &swr.wr, NULL);
-	received = !ib_post_recv(iq->ibqp, &rwr, NULL);
-	/* Both waits run: each is bounded, and a QP drains both queues. */
-	sent = sent && rv_drain_wait(iq, &iq->sdrain, "send");
-	received = received && rv_drain_wait(iq, &iq->rdrain, "receive");
-	return sent && received;
 }
 
 /*
