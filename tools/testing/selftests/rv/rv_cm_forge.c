@@ -12,7 +12,7 @@
  *   rv_cm_forge -L -P PORT[,PORT...] [-H HOLD_MS] [-E EXPECTED_ERRNO]
  *
  * The private data follows rv's wire format (struct rv_cm_req_pdata in
- * drivers/infiniband/ulp/rv/rv_conn.h, version 2): every field may be
+ * drivers/infiniband/ulp/rv/rv_wire.h, version 2): every field may be
  * forged.  With -K (root's copy of the cluster key) the request's tag is
  * computed as rv's (rv_auth.h), over the request as sent; without it the
  * tag is random, as a forger without the key must send it.  -A sets the

@@ -274,6 +274,7 @@ link_test() {
 	barrier link-strike || true
 	# connection events into dmesg (best effort: needs debugfs)
 	echo 'module rv file rv_cm.c +p' >/sys/kernel/debug/dynamic_debug/control 2>/dev/null
+	echo 'module rv file rv_qp.c +p' >/sys/kernel/debug/dynamic_debug/control 2>/dev/null
 	if [[ $me == 1 ]]; then
 		t0=$(date +%s)
 		tap_run link-down ip link set eth0 down
