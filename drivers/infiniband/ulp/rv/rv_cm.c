@@ -106,10 +106,10 @@ static void rv_cm_proof_done(struct ib_cq *cq, struct ib_wc *wc)
 	WRITE_ONCE(qp->last_activity, jiffies);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status == IB_WC_WR_FLUSH_ERR)
-			rv_cm_qp_flushed(qp);
+			rv_qp_flushed(qp);
 		else
-			rv_cm_qp_fault(qp, iq->ibqp,
-				       ib_wc_status_msg(wc->status));
+			rv_qp_fault(qp, iq->ibqp,
+				    ib_wc_status_msg(wc->status));
 		return;
 	}
 	ib_dma_sync_single_for_cpu(cq->device, iq->proof_dma,
@@ -118,7 +118,7 @@ static void rv_cm_proof_done(struct ib_cq *cq, struct ib_wc *wc)
 	    wc->byte_len != RV_AUTH_TAG_LEN ||
 	    crypto_memneq(iq->proof, iq->expect, RV_AUTH_TAG_LEN)) {
 		atomic64_inc(&rv_cm_stats.auth_bad_proof);
-		rv_cm_qp_fault(qp, iq->ibqp, "no valid proof of the cluster key");
+		rv_qp_fault(qp, iq->ibqp, "no valid proof of the cluster key");
 		return;
 	}
 	WRITE_ONCE(iq->authed, true);
@@ -427,7 +427,7 @@ static void rv_cm_qp_event(struct rv_conn_qp *qp, struct rdma_cm_id *id,
 			rv_cm_fail(qp, id, RV_CONN_REASON_AUTH);
 			break;
 		}
-		ret = rv_cm_create_qp(qp, id);
+		ret = rv_qp_create(qp, id);
 		if (ret) {
 			rv_cm_fail(qp, id, RV_CONN_REASON_NO_RESOURCES);
 			break;
@@ -662,7 +662,7 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		 * free; a live QP is not disturbed.
 		 */
 		if (qp->cm_id && qp->state == RV_QP_CONNECTED) {
-			rv_write_probe(qp);
+			rv_qp_probe(qp);
 		} else if (qp->cm_id && qp->state == RV_QP_CONNECTING) {
 			/*
 			 * An accept still waiting for its RTU.  ib_cm answers
@@ -680,13 +680,13 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 		goto out_unlock_conn;
 	}
 	qp->auth = auth;
-	if (rv_cm_create_qp(qp, id)) {
+	if (rv_qp_create(qp, id)) {
 		rej = RV_CM_REJ_NO_RESOURCES;
 		goto out_unlock_conn;
 	}
 	if (auth) {
 		if (rv_cm_server_tags(qp, id, hs, &rep)) {
-			rv_cm_free_qp(id);
+			rv_qp_free(id);
 			rej = RV_CM_REJ_AUTH;
 			goto out_unlock_conn;
 		}
@@ -694,7 +694,7 @@ static int rv_cm_accept(struct rdma_cm_id *id,
 	}
 	rdma_set_ack_timeout(id, rv_ack_timeout);
 	if (rdma_accept(id, &param)) {
-		rv_cm_free_qp(id);
+		rv_qp_free(id);
 		rej = RV_CM_REJ_NO_RESOURCES;
 		goto out_unlock_conn;
 	}
@@ -1068,11 +1068,11 @@ out_unlock:
 		 * connection's teardown, which cancels it first, destroy a
 		 * parked id or its QP.
 		 */
-		rv_cm_destroy_qp(dead);
+		rv_qp_destroy(dead);
 		dead = NULL;
 	}
-	rv_cm_destroy_id(dead);
-	rv_cm_destroy_id(stuck);
+	rv_qp_destroy_id(dead);
+	rv_qp_destroy_id(stuck);
 	if (dead || unpark) {
 		mutex_lock(&conn->lock);
 		qp->dead_id = NULL;
@@ -1085,7 +1085,7 @@ out_unlock:
 void rv_cm_qp_init(struct rv_conn_qp *qp)
 {
 	INIT_DELAYED_WORK(&qp->work, rv_cm_work);
-	INIT_WORK(&qp->fault_work, rv_cm_fault_work);
+	INIT_WORK(&qp->fault_work, rv_qp_fault_work);
 	INIT_WORK(&qp->auth_work, rv_cm_auth_work);
 	rv_write_qp_init(qp);
 }
@@ -1117,6 +1117,6 @@ int rv_cm_stats_show(struct seq_file *s, void *unused)
 		   atomic64_read(&rv_cm_stats.auth_bad_proof));
 	rv_auth_show(s);
 	seq_printf(s, "listen_netns %u\n", rv_cm_listen_netns());
-	seq_printf(s, "heartbeat_armed %u\n", rv_write_hb_armed());
+	seq_printf(s, "heartbeat_armed %u\n", rv_qp_hb_armed());
 	return 0;
 }

@@ -100,7 +100,7 @@ static int rv_conn_local_addr(struct rv_job *job, struct sockaddr_storage *ss)
 
 /*
  * A new connection, not linked anywhere yet.  Its QPs and their CQs come
- * with each connection attempt (rv_cm_create_qp()), so this is cheap and
+ * with each connection attempt (rv_qp_create()), so this is cheap and
  * takes no list lock.  Caller is in the device's read section.
  */
 static struct rv_conn *rv_conn_alloc(struct rv_job *job,
@@ -162,7 +162,7 @@ static struct rv_conn *rv_conn_alloc(struct rv_job *job,
 	conn->max_segment = port_attr.max_msg_sz ?: SZ_1G;
 	conn->max_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
 				RV_MAX_SEND_SGE);
-	rv_write_conn_init(conn);
+	rv_qp_conn_init(conn);
 
 	for (i = 0; i < num_conn; i++) {
 		struct rv_conn_qp *qp = &conn->qps[i];
@@ -214,7 +214,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 
 	/* No work can be queued again: every kick checks @dead. */
 	cancel_delayed_work_sync(&conn->hb_work);
-	rv_write_hb_disarm(conn);
+	rv_qp_hb_disarm(conn);
 	for (i = 0; i < conn->num_conn; i++) {
 		cancel_delayed_work_sync(&conn->qps[i].work);
 		cancel_work_sync(&conn->qps[i].fault_work);
@@ -239,7 +239,7 @@ static void rv_conn_release_ib(struct rv_conn *conn, u32 reason)
 
 	/* Each QP goes with its CQ, ending the writes on it. */
 	for (i = 0; i < n; i++)
-		rv_cm_destroy_id(ids[i]);
+		rv_qp_destroy_id(ids[i]);
 	for (i = 0; i < conn->num_conn; i++) {
 		WARN_ON_ONCE(!list_empty(&conn->qps[i].inflight));
 		/* Completions during the drain may have queued them again. */
@@ -458,7 +458,7 @@ void rv_conn_update_state(struct rv_conn *conn)
 	conn->connected = connected;
 	conn->reason = reason;
 	if (connected)
-		rv_write_hb_arm(conn);
+		rv_qp_hb_arm(conn);
 	if (state == conn->state) {
 		/* A QP may have changed under an unchanged state. */
 		rv_write_conn_publish(conn);

@@ -19,7 +19,7 @@
 #include <linux/slab.h>
 
 /* The proof's buffer, mapped both ways (rv_ibqp.proof). */
-static int rv_cm_proof_init(struct ib_device *ibdev, struct rv_ibqp *iq)
+static int rv_qp_proof_init(struct ib_device *ibdev, struct rv_ibqp *iq)
 {
 	iq->proof = kzalloc(RV_AUTH_TAG_LEN, GFP_KERNEL_ACCOUNT);
 	if (!iq->proof)
@@ -33,7 +33,7 @@ static int rv_cm_proof_init(struct ib_device *ibdev, struct rv_ibqp *iq)
 	return 0;
 }
 
-static void rv_cm_proof_free(struct ib_device *ibdev, struct rv_ibqp *iq)
+static void rv_qp_proof_free(struct ib_device *ibdev, struct rv_ibqp *iq)
 {
 	ib_dma_unmap_single(ibdev, iq->proof_dma, RV_AUTH_TAG_LEN,
 			    DMA_BIDIRECTIONAL);
@@ -46,7 +46,7 @@ static void rv_cm_proof_free(struct ib_device *ibdev, struct rv_ibqp *iq)
  * any more.  Without a drain only for a QP that never connected (nothing
  * but flushes can complete).
  */
-void rv_cm_free_qp(struct rdma_cm_id *id)
+void rv_qp_free(struct rdma_cm_id *id)
 {
 	struct rv_ibqp *iq = id->qp->qp_context;
 	struct ib_device *ibdev = iq->cq->device;
@@ -54,7 +54,7 @@ void rv_cm_free_qp(struct rdma_cm_id *id)
 	rdma_destroy_qp(id);
 	ib_free_cq(iq->cq);
 	rv_write_qp_flush(iq);
-	rv_cm_proof_free(ibdev, iq);
+	rv_qp_proof_free(ibdev, iq);
 	rv_write_ibqp_free(iq);
 	kfree(iq);
 }
@@ -69,36 +69,36 @@ void rv_cm_free_qp(struct rdma_cm_id *id)
  * nor the flush touches another QP, so a late completion cannot end
  * another QP's drain or fill another QP's CQ.
  */
-void rv_cm_destroy_qp(struct rdma_cm_id *id)
+void rv_qp_destroy(struct rdma_cm_id *id)
 {
 	struct rv_ibqp *iq;
 
 	if (!id->qp)
 		return;
 	iq = id->qp->qp_context;
-	if (!rv_write_qp_drain(iq)) {
+	if (!rv_qp_drain(iq)) {
 		WRITE_ONCE(iq->repost, false);
 		synchronize_rcu();
 	}
-	rv_cm_free_qp(id);
+	rv_qp_free(id);
 }
 
 /*
  * Disconnect and destroy an id and its QP; never from the id's own
  * handler, never holding its connection's lock.
  */
-void rv_cm_destroy_id(struct rdma_cm_id *id)
+void rv_qp_destroy_id(struct rdma_cm_id *id)
 {
 	if (!id)
 		return;
 	if (id->qp) {
 		rdma_disconnect(id);
-		rv_cm_destroy_qp(id);
+		rv_qp_destroy(id);
 	}
 	rdma_destroy_id(id);
 }
 
-static void rv_cm_qp_async(struct ib_event *event, void *context)
+static void rv_qp_async(struct ib_event *event, void *context)
 {
 	struct rv_ibqp *iq = context;
 	struct rv_conn_qp *qp = iq->slot;
@@ -109,8 +109,8 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
 	case IB_EVENT_QP_FATAL:
 	case IB_EVENT_QP_REQ_ERR:
 	case IB_EVENT_QP_ACCESS_ERR:
-		rv_cm_qp_fault(qp, event->element.qp,
-			       ib_event_msg(event->event));
+		rv_qp_fault(qp, event->element.qp,
+			    ib_event_msg(event->event));
 		break;
 	default:
 		break;
@@ -126,12 +126,12 @@ static void rv_cm_qp_async(struct ib_event *event, void *context)
  * cgroup, like the device's QP and CQ memory: the per-uid connection
  * cap bounds all of it.
  */
-int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
+int rv_qp_create(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 {
 	struct rv_conn *conn = qp->conn;
 	struct ib_device *ibdev = conn->job->pd->device;
 	struct ib_qp_init_attr attr = {
-		.event_handler = rv_cm_qp_async,
+		.event_handler = rv_qp_async,
 		.cap = {
 			/*
 			 * Drain markers, a heartbeat (or the proof) on the
@@ -157,7 +157,7 @@ int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	ret = rv_write_ibqp_init(iq);
 	if (ret)
 		goto out_free_iq;
-	ret = rv_cm_proof_init(ibdev, iq);
+	ret = rv_qp_proof_init(ibdev, iq);
 	if (ret)
 		goto out_free_write;
 	/*
@@ -191,15 +191,15 @@ int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id)
 	if (qp->auth && !conn->client)
 		ret = rv_cm_post_proof_recv(iq, conn->job->pd);
 	if (!ret)
-		ret = rv_write_post_recvs(iq);
+		ret = rv_qp_post_recvs(iq);
 	if (ret)
-		rv_cm_free_qp(id);
+		rv_qp_free(id);
 	return ret;
 
 out_free_cq:
 	ib_free_cq(iq->cq);
 out_free_proof:
-	rv_cm_proof_free(ibdev, iq);
+	rv_qp_proof_free(ibdev, iq);
 out_free_write:
 	rv_write_ibqp_free(iq);
 out_free_iq:
@@ -208,7 +208,7 @@ out_free_iq:
 }
 
 /* Whether @ibqp is in the error state; false when it cannot say. */
-static bool rv_cm_qp_in_error(struct ib_qp *ibqp)
+static bool rv_qp_in_error(struct ib_qp *ibqp)
 {
 	struct ib_qp_init_attr init_attr;
 	struct ib_qp_attr attr;
@@ -228,7 +228,7 @@ static bool rv_cm_qp_in_error(struct ib_qp *ibqp)
  * heartbeat on it is flushed.  A flush is routine for a QP being replaced,
  * so the current QP is asked for its state before it is failed.
  */
-void rv_cm_fault_work(struct work_struct *work)
+void rv_qp_fault_work(struct work_struct *work)
 {
 	struct rv_conn_qp *qp = container_of(work, struct rv_conn_qp,
 					     fault_work);
@@ -244,7 +244,7 @@ void rv_cm_fault_work(struct work_struct *work)
 	if (qp->cm_id->qp == READ_ONCE(qp->fault_qp))
 		cause = READ_ONCE(qp->fault_cause);
 	else if (flushed && qp->state == RV_QP_CONNECTED &&
-		 rv_cm_qp_in_error(qp->cm_id->qp))
+		 rv_qp_in_error(qp->cm_id->qp))
 		cause = "in the error state, completions flushed";
 	if (!cause)
 		goto out_unlock;
@@ -261,8 +261,8 @@ out_unlock:
  * @ibqp of @qp failed because of @cause (static text); any context (async
  * events may be atomic).
  */
-void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
-		    const char *cause)
+void rv_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
+		 const char *cause)
 {
 	WRITE_ONCE(qp->fault_cause, cause);
 	WRITE_ONCE(qp->broken, true);
@@ -274,7 +274,7 @@ void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
  * A completion of @qp was flushed: have the work check whether the current
  * QP went to the error state unnoticed.  Any context.
  */
-void rv_cm_qp_flushed(struct rv_conn_qp *qp)
+void rv_qp_flushed(struct rv_conn_qp *qp)
 {
 	if (READ_ONCE(qp->flush_seen))
 		return;
@@ -291,7 +291,7 @@ void rv_cm_qp_flushed(struct rv_conn_qp *qp)
  * receive errors and not retried: the post fails only on a QP that is
  * going away.
  */
-void rv_write_repost(struct rv_ibqp *iq)
+void rv_qp_repost_recvs(struct rv_ibqp *iq)
 {
 	const struct ib_recv_wr *first, *bad = NULL;
 	u32 n = iq->recv_pending;
@@ -315,7 +315,7 @@ void rv_write_repost(struct rv_ibqp *iq)
  * Fill a new QP's receive queue, a batch per call, before it can complete
  * anything: @depth + RV_RECV_BATCH - 1 receives (see rv_conn_qp).
  */
-int rv_write_post_recvs(struct rv_ibqp *iq)
+int rv_qp_post_recvs(struct rv_ibqp *iq)
 {
 	u32 left = iq->slot->conn->depth + RV_RECV_BATCH - 1, n;
 	int ret;
@@ -332,13 +332,13 @@ int rv_write_post_recvs(struct rv_ibqp *iq)
 	return 0;
 }
 
-void rv_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+void rv_qp_drain_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	complete(&container_of(wc->wr_cqe, struct rv_drain, cqe)->done);
 }
 
-static bool rv_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
-			  const char *which)
+static bool rv_qp_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
+			     const char *which)
 {
 	const struct rv_conn_qp *qp = iq->slot;
 
@@ -351,7 +351,7 @@ static bool rv_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
 }
 
 /**
- * rv_write_qp_drain - complete everything posted on a QP before it goes
+ * rv_qp_drain - complete everything posted on a QP before it goes
  * @iq: the QP, about to be destroyed
  *
  * Moves the QP to the error state and waits, at most drain_timeout_ms
@@ -362,7 +362,7 @@ static bool rv_drain_wait(struct rv_ibqp *iq, struct rv_drain *d,
  * Return: true if both markers completed; false if completions of the QP
  * may still come (the caller then stops reposts before destroying it).
  */
-bool rv_write_qp_drain(struct rv_ibqp *iq)
+bool rv_qp_drain(struct rv_ibqp *iq)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct ib_rdma_wr swr = {
@@ -381,12 +381,12 @@ bool rv_write_qp_drain(struct rv_ibqp *iq)
 	sent = !ib_post_send(iq->ibqp, &swr.wr, NULL);
 	received = !ib_post_recv(iq->ibqp, &rwr, NULL);
 	/* Both waits run: each is bounded, and a QP drains both queues. */
-	sent = sent && rv_drain_wait(iq, &iq->sdrain, "send");
-	received = received && rv_drain_wait(iq, &iq->rdrain, "receive");
+	sent = sent && rv_qp_drain_wait(iq, &iq->sdrain, "send");
+	received = received && rv_qp_drain_wait(iq, &iq->rdrain, "receive");
 	return sent && received;
 }
 
-void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
+void rv_qp_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rv_conn_qp *qp = container_of(wc->wr_cqe, struct rv_conn_qp,
 					     hb_cqe);
@@ -397,15 +397,15 @@ void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status == IB_WC_SUCCESS)
 		WRITE_ONCE(qp->last_activity, jiffies);
 	else if (wc->status != IB_WC_WR_FLUSH_ERR)	/* the path is dead */
-		rv_cm_qp_fault(qp, wc->qp, ib_wc_status_msg(wc->status));
+		rv_qp_fault(qp, wc->qp, ib_wc_status_msg(wc->status));
 	else
-		rv_cm_qp_flushed(qp);
+		rv_qp_flushed(qp);
 }
 
 /* Connections whose heartbeat work is queued (rv_conn.hb_armed). */
 static atomic_t rv_hb_armed = ATOMIC_INIT(0);
 
-u32 rv_write_hb_armed(void)
+u32 rv_qp_hb_armed(void)
 {
 	return atomic_read(&rv_hb_armed);
 }
@@ -414,7 +414,7 @@ u32 rv_write_hb_armed(void)
  * The job's interval, stretched so that the armed connections of the node
  * together make at most heartbeat_budget passes a second.
  */
-static unsigned long rv_write_hb_period(const struct rv_conn *conn)
+static unsigned long rv_qp_hb_period(const struct rv_conn *conn)
 {
 	u64 ms = conn->job->params.heartbeat_ms;
 	u32 budget = READ_ONCE(rv_heartbeat_budget);
@@ -426,7 +426,7 @@ static unsigned long rv_write_hb_period(const struct rv_conn *conn)
 }
 
 /* Count @conn in rv_hb_armed or not; caller holds @conn->lock. */
-static void rv_write_hb_count(struct rv_conn *conn, bool armed)
+static void rv_qp_hb_count(struct rv_conn *conn, bool armed)
 {
 	lockdep_assert_held(&conn->lock);
 	if (conn->hb_armed == armed)
@@ -443,21 +443,21 @@ static void rv_write_hb_count(struct rv_conn *conn, bool armed)
  * queued yet: called when a QP is connected, so an idle or unconnected
  * connection costs no pass at all.  Caller holds @conn->lock.
  */
-void rv_write_hb_arm(struct rv_conn *conn)
+void rv_qp_hb_arm(struct rv_conn *conn)
 {
 	lockdep_assert_held(&conn->lock);
 	if (conn->hb_armed || conn->dead ||
 	    conn->job->params.heartbeat_ms == RV_HEARTBEAT_OFF)
 		return;
-	rv_write_hb_count(conn, true);
-	queue_delayed_work(rv_cm_wq, &conn->hb_work, rv_write_hb_period(conn));
+	rv_qp_hb_count(conn, true);
+	queue_delayed_work(rv_cm_wq, &conn->hb_work, rv_qp_hb_period(conn));
 }
 
 /* @conn is dead and its work cancelled: uncount it. */
-void rv_write_hb_disarm(struct rv_conn *conn)
+void rv_qp_hb_disarm(struct rv_conn *conn)
 {
 	mutex_lock(&conn->lock);
-	rv_write_hb_count(conn, false);
+	rv_qp_hb_count(conn, false);
 	mutex_unlock(&conn->lock);
 }
 
@@ -467,9 +467,9 @@ void rv_write_hb_disarm(struct rv_conn *conn)
  * path, its retry exhaustion fails the QP, which is then replaced.  Both
  * sides do it, so a node that only receives notices a dead path too.  The
  * pass requeues itself while a QP is connected, at most heartbeat_budget
- * passes a second over the node (rv_write_hb_period()).
+ * passes a second over the node (rv_qp_hb_period()).
  */
-static void rv_write_hb_work(struct work_struct *work)
+static void rv_qp_hb_work(struct work_struct *work)
 {
 	struct rv_conn *conn = container_of(to_delayed_work(work),
 					    struct rv_conn, hb_work);
@@ -516,10 +516,10 @@ static void rv_write_hb_work(struct work_struct *work)
 						    READ_ONCE(qp->last_activity)));
 	}
 	/* A probe may have queued the pass while it was disarmed. */
-	rv_write_hb_count(conn, any_connected);
+	rv_qp_hb_count(conn, any_connected);
 	if (any_connected)
 		queue_delayed_work(rv_cm_wq, &conn->hb_work,
-				   rv_write_hb_period(conn));
+				   rv_qp_hb_period(conn));
 out_unlock:
 	mutex_unlock(&conn->lock);
 }
@@ -528,7 +528,7 @@ out_unlock:
  * Have @qp send a heartbeat at once, idle or not.  Caller holds
  * @qp->conn->lock; nothing happens when the job's heartbeats are off.
  */
-void rv_write_probe(struct rv_conn_qp *qp)
+void rv_qp_probe(struct rv_conn_qp *qp)
 {
 	struct rv_conn *conn = qp->conn;
 	u32 ms = conn->job->params.heartbeat_ms;
@@ -539,7 +539,7 @@ void rv_write_probe(struct rv_conn_qp *qp)
 	mod_delayed_work(rv_cm_wq, &conn->hb_work, 0);
 }
 
-void rv_write_conn_init(struct rv_conn *conn)
+void rv_qp_conn_init(struct rv_conn *conn)
 {
-	INIT_DELAYED_WORK(&conn->hb_work, rv_write_hb_work);
+	INIT_DELAYED_WORK(&conn->hb_work, rv_qp_hb_work);
 }

@@ -8,8 +8,8 @@
  *                      its current rdma_cm id and the delayed work that
  *                      (re)starts attempts and enforces the timeout.
  *   struct rv_ibqp     one ib_qp of a struct rv_conn_qp and its own CQ,
- *                      from its creation (rv_cm_create_qp()) to its
- *                      destruction (rv_cm_destroy_qp()).
+ *                      from its creation (rv_qp_create()) to its
+ *                      destruction (rv_qp_destroy()).
  *
  * rv_qp.c creates and destroys them, posts their receives, drains them,
  * replaces a failed one and sends the heartbeats; rv_cm.c connects them
@@ -80,7 +80,7 @@ struct rv_drain {
  * @recv_pending: receives consumed and not posted again yet, at most
  *	RV_RECV_BATCH - 1 between completions; touched only by @cq's
  *	handler (one poll of a CQ runs at a time) and, before the QP can
- *	complete anything, by rv_write_post_recvs()
+ *	complete anything, by rv_qp_post_recvs()
  * @recv_wrs: RV_RECV_BATCH receive work requests chained in order; the
  *	last n of them post n receives with one call
  * @sdrain: send queue marker of its drain
@@ -104,8 +104,8 @@ struct rv_drain {
  * @expect: server: the proof it waits for, computed at accept
  * @proof_cqe: server: completion of the proof's receive, posted first
  *
- * Created with the QP (rv_cm_create_qp()), freed with it
- * (rv_cm_destroy_qp()), write contexts included: a connection that never
+ * Created with the QP (rv_qp_create()), freed with it
+ * (rv_qp_destroy()), write contexts included: a connection that never
  * connects holds none, and no context outlives the QP and CQ whose
  * completions point at it.
  */
@@ -165,7 +165,7 @@ struct rv_ibqp {
  * @broken: the current QP failed and waits for @fault_work: posts skip
  *	it; set without a lock from any context, cleared (with @fault_qp)
  *	under @conn->lock when a new QP is created
- * @fault_work: replaces the QP after an error (rv_cm_qp_fault())
+ * @fault_work: replaces the QP after an error (rv_qp_fault())
  * @fault_qp: the ib_qp that failed, compared (never dereferenced) with
  *	the current one by @fault_work
  * @fault_cause: static text naming the first failure, for the log line
@@ -221,23 +221,23 @@ struct rv_conn_qp {
 };
 
 /* rv_qp.c */
-int rv_cm_create_qp(struct rv_conn_qp *qp, struct rdma_cm_id *id);
-void rv_cm_free_qp(struct rdma_cm_id *id);
-void rv_cm_destroy_qp(struct rdma_cm_id *id);
-void rv_cm_destroy_id(struct rdma_cm_id *id);
-void rv_cm_fault_work(struct work_struct *work);
-void rv_cm_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
-		    const char *cause);
-void rv_cm_qp_flushed(struct rv_conn_qp *qp);
-void rv_write_repost(struct rv_ibqp *iq);
-int rv_write_post_recvs(struct rv_ibqp *iq);
-void rv_drain_done(struct ib_cq *cq, struct ib_wc *wc);
-bool rv_write_qp_drain(struct rv_ibqp *iq);
-void rv_write_hb_done(struct ib_cq *cq, struct ib_wc *wc);
-void rv_write_conn_init(struct rv_conn *conn);
-void rv_write_hb_arm(struct rv_conn *conn);
-void rv_write_hb_disarm(struct rv_conn *conn);
-u32 rv_write_hb_armed(void);
-void rv_write_probe(struct rv_conn_qp *qp);
+int rv_qp_create(struct rv_conn_qp *qp, struct rdma_cm_id *id);
+void rv_qp_free(struct rdma_cm_id *id);
+void rv_qp_destroy(struct rdma_cm_id *id);
+void rv_qp_destroy_id(struct rdma_cm_id *id);
+void rv_qp_fault_work(struct work_struct *work);
+void rv_qp_fault(struct rv_conn_qp *qp, struct ib_qp *ibqp,
+		 const char *cause);
+void rv_qp_flushed(struct rv_conn_qp *qp);
+void rv_qp_repost_recvs(struct rv_ibqp *iq);
+int rv_qp_post_recvs(struct rv_ibqp *iq);
+void rv_qp_drain_done(struct ib_cq *cq, struct ib_wc *wc);
+bool rv_qp_drain(struct rv_ibqp *iq);
+void rv_qp_hb_done(struct ib_cq *cq, struct ib_wc *wc);
+void rv_qp_conn_init(struct rv_conn *conn);
+void rv_qp_hb_arm(struct rv_conn *conn);
+void rv_qp_hb_disarm(struct rv_conn *conn);
+u32 rv_qp_hb_armed(void);
+void rv_qp_probe(struct rv_conn_qp *qp);
 
 #endif /* RV_QP_H */

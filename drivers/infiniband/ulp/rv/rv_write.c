@@ -7,7 +7,7 @@
  *
  * A write is a struct rv_write_ctx from POST_WRITE until its last
  * segment completes.  The contexts are preallocated with each QP (struct
- * rv_ibqp, when rv_cm_create_qp() creates it), one per credit of its send
+ * rv_ibqp, when rv_qp_create() creates it), one per credit of its send
  * queue (a write holds at least one), so posting never allocates and a
  * connection that never connects holds none; they are freed with the QP,
  * after its CQ, when no completion can reach them.  A write is on its
@@ -57,7 +57,7 @@
  *
  * How every write ends exactly once:
  *  - normally, by its last segment's completion (rv_write_done());
- *  - when a QP is destroyed, rv_write_qp_drain() first moves it to the
+ *  - when a QP is destroyed, rv_qp_drain() first moves it to the
  *    error state and waits (bounded) for a marker posted behind all
  *    writes: the hardware flushes them, in order, before the marker;
  *  - the QP and then its own CQ are destroyed (no completion of the QP
@@ -73,7 +73,7 @@
  * takes with bottom halves disabled; whatever may sleep is left to work
  * items (a registration's free, a failed QP's replacement).  Nothing else
  * is taken under @sq_lock but the device's own post-send lock (inside
- * ib_post_send()) and rv_cm_qp_fault()'s queue_work(); registrations are
+ * ib_post_send()) and rv_qp_fault()'s queue_work(); registrations are
  * released outside it.
  */
 #include "rv.h"
@@ -190,9 +190,9 @@ static void rv_write_wc_status(struct rv_write_ctx *ctx, struct ib_wc *wc)
 	rv_write_set_status(ctx, wc->status);
 	/* The QP is in error now: have it replaced. */
 	if (wc->status != IB_WC_WR_FLUSH_ERR)
-		rv_cm_qp_fault(ctx->qp, wc->qp, ib_wc_status_msg(wc->status));
+		rv_qp_fault(ctx->qp, wc->qp, ib_wc_status_msg(wc->status));
 	else
-		rv_cm_qp_flushed(ctx->qp);
+		rv_qp_flushed(ctx->qp);
 }
 
 /* The last segment: whatever its status, the write is over. */
@@ -263,10 +263,10 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		/* Flushes: the QP is going away, its receives with it. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			atomic64_inc(&conn->recv_errors);
-			rv_cm_qp_fault(qp, iq->ibqp,
-				       ib_wc_status_msg(wc->status));
+			rv_qp_fault(qp, iq->ibqp,
+				    ib_wc_status_msg(wc->status));
 		} else {
-			rv_cm_qp_flushed(qp);
+			rv_qp_flushed(qp);
 		}
 		return;
 	}
@@ -276,7 +276,7 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	if (!READ_ONCE(iq->authed)) {
 		atomic64_inc(&conn->recv_errors);
-		rv_cm_qp_fault(qp, iq->ibqp, "a message before the proof");
+		rv_qp_fault(qp, iq->ibqp, "a message before the proof");
 		return;
 	}
 	if (wc->wc_flags & IB_WC_WITH_IMM)
@@ -291,7 +291,7 @@ static void rv_write_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * here, and a batch is full before the queue could run short.
 	 */
 	if (++iq->recv_pending == RV_RECV_BATCH)
-		rv_write_repost(iq);
+		rv_qp_repost_recvs(iq);
 }
 
 void rv_write_qp_init(struct rv_conn_qp *qp)
@@ -299,7 +299,7 @@ void rv_write_qp_init(struct rv_conn_qp *qp)
 	qp->recv_cqe.done = rv_write_recv_done;
 	spin_lock_init(&qp->sq_lock);
 	INIT_LIST_HEAD(&qp->inflight);
-	qp->hb_cqe.done = rv_write_hb_done;
+	qp->hb_cqe.done = rv_qp_hb_done;
 	qp->last_activity = jiffies;
 }
 
@@ -346,8 +346,8 @@ int rv_write_ibqp_init(struct rv_ibqp *iq)
 		iq->recv_wrs[i].next = i + 1 < RV_RECV_BATCH ?
 				       &iq->recv_wrs[i + 1] : NULL;
 	}
-	iq->sdrain.cqe.done = rv_drain_done;
-	iq->rdrain.cqe.done = rv_drain_done;
+	iq->sdrain.cqe.done = rv_qp_drain_done;
+	iq->rdrain.cqe.done = rv_qp_drain_done;
 	init_completion(&iq->sdrain.done);
 	init_completion(&iq->rdrain.done);
 	return 0;
@@ -565,7 +565,7 @@ static int rv_write_chain_post(struct rv_conn_qp *q, u32 n, u32 *unposted)
 		}
 		/* No signaled segment: rv_write_qp_flush() will end it. */
 		rv_write_set_status(ctx, IB_WC_LOC_QP_OP_ERR);
-		rv_cm_qp_fault(q, q->post_iq->ibqp, "post refused");
+		rv_qp_fault(q, q->post_iq->ibqp, "post refused");
 	}
 	return ret;
 }

@@ -624,11 +624,11 @@ device_removal() {
 	barrier rm-end || true
 }
 
-# hb_passes SECONDS: heartbeat passes (runs of rv_write_hb_work) on this
+# hb_passes SECONDS: heartbeat passes (runs of rv_qp_hb_work) on this
 # node in SECONDS, counted by the function tracer.
 hb_passes() {
 	local tr=/sys/kernel/tracing n
-	echo rv_write_hb_work >"$tr/set_ftrace_filter" || return 1
+	echo rv_qp_hb_work >"$tr/set_ftrace_filter" || return 1
 	echo 0 >"$tr/tracing_on"
 	echo function >"$tr/current_tracer"
 	echo >"$tr/trace"
@@ -636,7 +636,7 @@ hb_passes() {
 	sleep "$1"
 	# Stopped, not switched off: changing the tracer empties the buffer.
 	echo 0 >"$tr/tracing_on"
-	n=$(grep -c 'rv_write_hb_work' "$tr/trace")
+	n=$(grep -c 'rv_qp_hb_work' "$tr/trace")
 	echo nop >"$tr/current_tracer"
 	echo 1 >"$tr/tracing_on"
 	echo >"$tr/set_ftrace_filter"
