@@ -152,9 +152,18 @@ run_host() {
 #    of RAX | IF | ZF | bit 1) and a kernel single-step trap (#DB) at a
 #    %gs add, RFLAGS 0x03b4c302 with TF set: the emulator's flags state,
 #    not anything the guest kernel can write.
+#  - QEMU itself aborted on one of its own assertions (its log on the
+#    host, .rvvm/qemu-node<i>.log): QEMU 10.0's TCG once died with
+#    "iotlb_to_section: Assertion `section_index < d->map.sections_nb'
+#    failed" 17 s into a guest's boot, before rv was loaded.
 testbed_fault() {
 	local out=$1 nodes=$2 i stalled='' failed=0
 	for ((i = 0; i < nodes; i++)); do
+		if grep -qE '^qemu-system-[a-z0-9_]+: .*Assertion .* failed' \
+			"$out/.rvvm/qemu-node$i.log" 2>/dev/null; then
+			echo "QEMU aborted on its own assertion on node$i ($(grep -m1 -oE 'Assertion .* failed' "$out/.rvvm/qemu-node$i.log"))"
+			return
+		fi
 		if impossible_rflags "$out/node$i.console" "$out/node$i.dmesg"; then
 			echo "node$i took an exception whose frame holds an RFLAGS no x86 CPU pushes (emulator state)"
 			return
