@@ -125,7 +125,8 @@ static int rv_dump_fill(int fd, uint32_t kind, size_t struct_size,
 			free(buf);
 			return err;
 		}
-		if (cmd.count && cmd.record_size == 0) {
+		/* No size to grow by: the kernel's answer makes no sense. */
+		if ((cmd.count || cmd.total) && cmd.record_size == 0) {
 			free(buf);
 			return -EPROTO;
 		}
