@@ -59,6 +59,9 @@ enum {
 #define RV_SLOT_QUARANTINE_MAX_MS	600000
 /* ATTACH's @heartbeat_ms value that turns heartbeats off for the job. */
 #define RV_HEARTBEAT_OFF	0xffffffffU
+#define RV_MIN_MR_TABLE_ENTRIES		64
+#define RV_MAX_MR_TABLE_ENTRIES		65536
+#define RV_DEFAULT_MR_TABLE_ENTRIES	512
 
 /*
  * struct rv_query - what this rv supports; every field but the header is
@@ -87,6 +90,8 @@ struct rv_query {
 	__u32 conn_query_flags;			/* RV_CONN_QUERY_F_* accepted */
 	__u32 default_heartbeat_ms;
 	__u32 slot_quarantine_ms;
+	__u32 max_mr_table_entries;		/* 0: no MR table */
+	__u32 default_mr_table_entries;
 };
 
 #define RV_IOCTL_QUERY _IO(RV_IOCTL_TYPE, RV_CMD_QUERY)
@@ -97,7 +102,8 @@ struct rv_query {
  * @gid_index, @num_conn, @slot_bits and @heartbeat_ms are job-wide and
  * must match an existing job's.  @mr_cache_bytes is at most
  * max_mr_cache_bytes; @heartbeat_ms is RV_MIN_HEARTBEAT_MS..
- * RV_MAX_HEARTBEAT_MS or RV_HEARTBEAT_OFF.
+ * RV_MAX_HEARTBEAT_MS or RV_HEARTBEAT_OFF; @mr_table_entries a power of
+ * two, RV_MIN_MR_TABLE_ENTRIES..RV_MAX_MR_TABLE_ENTRIES (0: the default).
  *
  * Errors: EINVAL, ENODEV, EPROTONOSUPPORT, EALREADY, EBUSY, ENOSPC,
  * EAGAIN, ENOMEM, EDQUOT, EADDRINUSE, EPERM.
@@ -116,7 +122,7 @@ struct rv_attach {
 	__u32 slot;				/* out: this file's slot */
 	__aligned_u64 mr_cache_bytes;		/* in/out: MR cache limit */
 	__u32 heartbeat_ms;			/* in/out: QP idle time, ms */
-	__u32 rsvd;				/* 0 */
+	__u32 mr_table_entries;			/* in/out: MR table slots */
 };
 
 #define RV_IOCTL_ATTACH _IO(RV_IOCTL_TYPE, RV_CMD_ATTACH)
@@ -129,20 +135,26 @@ struct rv_attach {
 /* Most rkeys one registration may need (REG_MEM fails with E2BIG above). */
 #define RV_MAX_REG_KEYS		4096
 
+/* struct rv_reg_mem.flags: take the reference as a hold of its MR table
+ * slot (released by user space, see struct rv_mr_slot) when it has one. */
+#define RV_REG_MEM_F_TABLE_HOLD	(1U << 0)
+
 /*
  * struct rv_reg_mem - register [@addr, @addr + @length) or find it in the
  * file's MR cache.  With remote access the registration has one key per
  * aligned chunk of 1 << @rkey_shift bytes it touches: remote address r
  * uses @rkeys[(r >> @rkey_shift) - (@iova >> @rkey_shift)], and one RDMA
  * operation stays within one chunk.  @rkey (the key of @addr's chunk),
- * @lkey and @rkey_shift are 0 without remote access.
+ * @lkey and @rkey_shift are 0 without remote access.  @table_gen is the
+ * generation of the registration's MR table slot @table_slot, 0 when it
+ * has none (and the reference is an ordinary one).
  *
  * Errors: EINVAL, EFAULT, ENOMEM, ENOSPC, EDQUOT, ENODEV, EAGAIN, EIO,
  * ETIMEDOUT, EOVERFLOW, E2BIG, EOPNOTSUPP, ENOTCONN, EPERM.
  */
 struct rv_reg_mem {
 	__u32 size;
-	__u32 flags;				/* 0 */
+	__u32 flags;				/* RV_REG_MEM_F_* */
 	__aligned_u64 addr;			/* in */
 	__aligned_u64 length;			/* in: bytes, not 0 */
 	__u32 access;				/* in: RV_ACCESS_* */
@@ -155,6 +167,8 @@ struct rv_reg_mem {
 	__aligned_u64 rkeys;			/* in: __u32 array, or 0 */
 	__u32 nr_rkeys;				/* in: room; out: keys needed */
 	__u32 rkey_shift;			/* out: log2 of a key chunk */
+	__u32 table_slot;			/* out */
+	__u32 table_gen;			/* out: odd, or 0 */
 };
 
 #define RV_IOCTL_REG_MEM _IO(RV_IOCTL_TYPE, RV_CMD_REG_MEM)
@@ -272,6 +286,45 @@ struct rv_event {
 
 #define RV_RING_MMAP_SIZE(entries) \
 	(RV_RING_EVENTS_OFFSET + (__u64)(entries) * sizeof(struct rv_event))
+
+/*
+ * The MR table: after ATTACH, mmap(2) at offset RV_MR_TABLE_MMAP_OFFSET,
+ * RV_MR_TABLE_MMAP_SIZE(mr_table_entries) bytes, PROT_READ only,
+ * MAP_SHARED: one struct rv_mr_slot per slot, written by the kernel only.
+ * At RV_MR_HOLDS_MMAP_OFFSET, RV_MR_HOLDS_MMAP_SIZE(mr_table_entries)
+ * bytes, PROT_READ | PROT_WRITE, MAP_SHARED: one __u32 hold count per
+ * slot, written by user space, read (never trusted) by the kernel.
+ *
+ * A slot describes one cached registration while its @gen is odd.  A
+ * process that saw @gen == g (from REG_MEM's @table_gen) takes a hold
+ * without a system call: atomically add 1 to its count, then read @gen
+ * again; still g: the registration is its own until it subtracts 1 (as
+ * after REG_MEM with RV_REG_MEM_F_TABLE_HOLD); otherwise subtract 1, it
+ * is gone.  The kernel never evicts a held registration; an invalidation
+ * (its memory changed) ends it held or not, making @gen even first.  See
+ * rv(7), "MR table".  mmap errors: ENOTCONN, EPERM, EINVAL, EACCES.
+ */
+#define RV_MR_TABLE_MMAP_OFFSET	0x10000000ULL
+#define RV_MR_HOLDS_MMAP_OFFSET	0x20000000ULL
+/* Keys a slot holds: registrations of more key chunks get no slot. */
+#define RV_MR_SLOT_KEYS		11
+
+struct rv_mr_slot {
+	__u32 gen;				/* odd: live */
+	__u32 handle;				/* REG_MEM's */
+	__aligned_u64 addr;			/* the cached region */
+	__aligned_u64 length;
+	__u32 access;				/* RV_ACCESS_* granted */
+	__u32 rkey_shift;			/* REG_MEM's, 0: no keys */
+	__u32 nr_keys;				/* key chunks of the region */
+	__u32 rsvd;
+	__u32 lkeys[RV_MR_SLOT_KEYS];		/* per chunk, from @addr's */
+	__u32 rkeys[RV_MR_SLOT_KEYS];
+};
+
+#define RV_MR_TABLE_MMAP_SIZE(entries) \
+	((__u64)(entries) * sizeof(struct rv_mr_slot))
+#define RV_MR_HOLDS_MMAP_SIZE(entries) ((__u64)(entries) * sizeof(__u32))
 
 /* Largest remote address (a struct sockaddr_*) CONN_CREATE takes. */
 #define RV_CONN_ADDR_MAX	128

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The MR cache commands: thin wrappers that fill in the size/flags header.
+ * The MR cache commands: thin wrappers that fill in the size/flags header,
+ * after the MR table (mr_table.c) for registrations and their release.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -18,14 +19,24 @@ int rv_reg_mem_keys(struct rv *rv, const void *addr, size_t length,
 	struct rv_reg_mem cmd;
 	int ret;
 
+	if (!rkeys)
+		nr_rkeys = 0;
+	ret = rv_mr_table_lookup(rv, (uintptr_t)addr, length, access, out,
+				 rkeys, nr_rkeys);
+	if (ret)
+		return ret;
+
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.size = sizeof(cmd);
+	cmd.flags = rv_mr_table_active(rv) ? RV_REG_MEM_F_TABLE_HOLD : 0;
 	cmd.addr = (uintptr_t)addr;
 	cmd.length = length;
 	cmd.access = access;
 	cmd.rkeys = (uintptr_t)rkeys;
-	cmd.nr_rkeys = rkeys ? nr_rkeys : 0;
+	cmd.nr_rkeys = nr_rkeys;
 	ret = rv_ioctl(rv, RV_IOCTL_REG_MEM, &cmd);
+	if (!ret)
+		rv_mr_table_learn(rv, &cmd, access);
 	/* EOVERFLOW still says how many keys are needed. */
 	if (out && (!ret || ret == -EOVERFLOW))
 		*out = cmd;
@@ -53,6 +64,9 @@ int rv_dereg_mem(struct rv *rv, unsigned int handle)
 	struct rv_dereg_mem cmd;
 	int ret;
 
+	ret = rv_mr_table_release(rv, handle);
+	if (ret != -ENOENT)
+		return ret;
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.size = sizeof(cmd);
 	cmd.handle = handle;

@@ -48,6 +48,7 @@ void rv_close(struct rv *rv)
 	 * close() of a character device can only fail with EINTR/EIO after
 	 * the descriptor is already gone; there is nothing to retry.
 	 */
+	rv_mr_table_unmap(rv);
 	rv_ring_unmap(rv);
 	close(rv->fd);
 	free(rv);
@@ -94,6 +95,8 @@ int rv_attach(struct rv *rv, struct rv_attach *a)
 	rv->slot = (int)a->slot;
 	rv->slot_bits = a->slot_bits;
 	ret = rv_ring_map_attached(rv, a->ring_entries);
+	if (!ret)
+		ret = rv_mr_table_map_attached(rv, a->mr_table_entries);
 	return ret ? ret : rv->slot;
 }
 

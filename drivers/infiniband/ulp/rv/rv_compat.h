@@ -23,6 +23,13 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 	lockdep_assert_held_write(&vma->vm_mm->mmap_lock);
 	vma->vm_flags |= flags;
 }
+
+static inline void vm_flags_clear(struct vm_area_struct *vma,
+				  vm_flags_t flags)
+{
+	lockdep_assert_held_write(&vma->vm_mm->mmap_lock);
+	vma->vm_flags &= ~flags;
+}
 #endif
 
 #endif /* RV_COMPAT_H */

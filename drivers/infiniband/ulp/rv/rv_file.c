@@ -153,7 +153,8 @@ static const struct rv_ioctl_op rv_ioctl_ops[] = {
 };
 
 /* The uAPI promises one layout on every ABI; catch accidental changes. */
-static_assert(sizeof(struct rv_query) == 88);
+static_assert(sizeof(struct rv_query) == 96);
+static_assert(offsetof(struct rv_query, max_mr_table_entries) == 88);
 static_assert(offsetof(struct rv_query, cm_port) == 64);
 static_assert(offsetof(struct rv_query, conn_query_flags) == 76);
 static_assert(offsetof(struct rv_query, cmd_mask) == 8);
@@ -162,13 +163,17 @@ static_assert(offsetof(struct rv_query, default_ring_entries) == 52);
 static_assert(offsetof(struct rv_query, default_mr_cache_bytes) == 56);
 static_assert(sizeof(struct rv_attach) == 72);
 static_assert(offsetof(struct rv_attach, heartbeat_ms) == 64);
+static_assert(offsetof(struct rv_attach, mr_table_entries) == 68);
 static_assert(offsetof(struct rv_attach, dev_index) == 8);
 static_assert(offsetof(struct rv_attach, job_key_len) == 20);
 static_assert(offsetof(struct rv_attach, job_key) == 24);
 static_assert(offsetof(struct rv_attach, num_conn) == 40);
 static_assert(offsetof(struct rv_attach, slot) == 52);
 static_assert(offsetof(struct rv_attach, mr_cache_bytes) == 56);
-static_assert(sizeof(struct rv_reg_mem) == 80);
+static_assert(sizeof(struct rv_reg_mem) == 88);
+static_assert(offsetof(struct rv_reg_mem, table_gen) == 84);
+static_assert(sizeof(struct rv_mr_slot) == 128);
+static_assert(offsetof(struct rv_mr_slot, lkeys) == 40);
 static_assert(offsetof(struct rv_reg_mem, access) == 24);
 static_assert(offsetof(struct rv_reg_mem, iova) == 40);
 static_assert(offsetof(struct rv_reg_mem, region_length) == 56);
@@ -257,6 +262,8 @@ static int rv_cmd_query(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	cmd->conn_query_flags = RV_CONN_QUERY_F_WAIT;
 	cmd->default_heartbeat_ms = rv_default_heartbeat_ms;
 	cmd->slot_quarantine_ms = rv_slot_quarantine_ms;
+	cmd->max_mr_table_entries = RV_MAX_MR_TABLE_ENTRIES;
+	cmd->default_mr_table_entries = RV_DEFAULT_MR_TABLE_ENTRIES;
 	return rv_ucmd_respond(ucmd, cmd, sizeof(*cmd));
 }
 
@@ -293,7 +300,11 @@ static int rv_attach_check(struct rv_attach *cmd)
 	if (cmd->mr_cache_bytes > rv_max_mr_cache_bytes)
 		return -EINVAL;
 
-	if (cmd->rsvd)
+	if (!cmd->mr_table_entries)
+		cmd->mr_table_entries = RV_DEFAULT_MR_TABLE_ENTRIES;
+	if (!is_power_of_2(cmd->mr_table_entries) ||
+	    cmd->mr_table_entries < RV_MIN_MR_TABLE_ENTRIES ||
+	    cmd->mr_table_entries > RV_MAX_MR_TABLE_ENTRIES)
 		return -EINVAL;
 	if (!cmd->heartbeat_ms)
 		cmd->heartbeat_ms = rv_default_heartbeat_ms;
@@ -359,6 +370,7 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	struct rv_attach *cmd = arg;
 	struct rv_job_params params = {};
 	struct rv_device *dev;
+	struct rv_mr_table *table;
 	struct rv_ring *ring;
 	int ret;
 
@@ -402,10 +414,15 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		ret = PTR_ERR(ring);
 		goto out_put_dev;
 	}
+	table = rv_mr_table_alloc(cmd->mr_table_entries, current->mm);
+	if (IS_ERR(table)) {
+		ret = PTR_ERR(table);
+		goto out_free_ring;
+	}
 
 	ret = rv_job_attach(rf, dev, &params);
 	if (ret)
-		goto out_free_ring;
+		goto out_free_table;
 
 	rf->ring_entries = cmd->ring_entries;
 	rf->mr_cache_bytes = cmd->mr_cache_bytes;
@@ -416,16 +433,21 @@ static int rv_cmd_attach(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	if (ret) {
 		/* Nobody learned the slot: it needs no quarantine. */
 		rv_job_detach(rf, false);
-		goto out_free_ring;
+		goto out_free_table;
 	}
 	mmgrab(current->mm);
 	rf->mm = current->mm;
 	rf->pid = get_task_pid(current, PIDTYPE_TGID);
-	rv_mr_cache_start(&rf->mr_cache, rf->job, rf->mr_cache_bytes);
-	/* Publishes the ring to mmap and poll, which do not take rf->lock. */
+	rv_mr_cache_start(&rf->mr_cache, rf->job, rf->mr_cache_bytes, table);
+	/*
+	 * Publishes the ring (and the MR table) to mmap and poll, which do
+	 * not take rf->lock.
+	 */
 	smp_store_release(&rf->ring, ring);
 	goto out_put_dev;
 
+out_free_table:
+	rv_mr_table_free(table);
 out_free_ring:
 	rv_ring_free(ring);
 
@@ -505,6 +527,7 @@ static int rv_release(struct inode *inode, struct file *filp)
 	synchronize_rcu();
 	/* No mapping is left (each holds the file), so no user either. */
 	rv_ring_free(rf->ring);
+	rv_mr_table_free(rf->mr_cache.table);
 	if (rf->mm)
 		mmdrop(rf->mm);
 	put_pid(rf->pid);
@@ -515,7 +538,7 @@ static int rv_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-/* Maps the event ring; see <rdma/rv_user_ioctls.h>. */
+/* Maps the event ring or the MR table; see <rdma/rv_user_ioctls.h>. */
 static int rv_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct rv_file *rf = filp->private_data;
@@ -526,7 +549,14 @@ static int rv_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -ENOTCONN;
 	if (current->mm != ring->mm)
 		return -EPERM;
-	return rv_ring_mmap(ring, vma);
+	switch (vma->vm_pgoff) {
+	case RV_MR_TABLE_MMAP_OFFSET >> PAGE_SHIFT:
+	case RV_MR_HOLDS_MMAP_OFFSET >> PAGE_SHIFT:
+		/* Set before the ring was published. */
+		return rv_mr_table_mmap(rf->mr_cache.table, vma);
+	default:
+		return rv_ring_mmap(ring, vma);
+	}
 }
 
 /* EPOLLIN while events are pending; EPOLLERR before ATTACH. */

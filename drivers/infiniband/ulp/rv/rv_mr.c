@@ -95,20 +95,71 @@ static void rv_mr_kill(struct rv_mr_cache *cache, struct rv_mr_entry *e,
 {
 	if (e->state == RV_MR_CACHED)
 		interval_tree_remove(&e->it, &cache->tree);
+	rv_mr_table_release(cache->table, e);
 	e->state = RV_MR_DEAD;
 	cache->stats.entries--;
 	cache->stats.bytes -= e->length;
-	/* A CACHED entry is on the LRU, a STALE one on no list. */
+	/* A CACHED entry is on the LRU, a STALE one on no list or @held. */
 	list_move_tail(&e->lru, to);
 }
 
-static void rv_mr_get_user(struct rv_mr_cache *cache, struct rv_mr_entry *e)
+/*
+ * @e has just lost its last kernel reference: back on the LRU if CACHED;
+ * a STALE one waits on @held while user space holds it through the MR
+ * table, else moves to @to.  Returns whether it moved to @to.
+ */
+static bool rv_mr_unused(struct rv_mr_cache *cache, struct rv_mr_entry *e,
+			 struct list_head *to)
+{
+	rv_mr_account_use(cache, e, false);
+	if (e->state == RV_MR_CACHED) {
+		list_add(&e->lru, &cache->lru);
+		return false;
+	}
+	if (rv_mr_table_held(cache->table, e)) {
+		list_add(&e->lru, &cache->held);
+		return false;
+	}
+	rv_mr_kill(cache, e, to);
+	return true;
+}
+
+/*
+ * Move the STALE entries user space no longer holds onto @victims.
+ * Caller holds cache->lock.  A hold is dropped without a system call, so
+ * the commands that free or count (REG_MEM's miss, DEREG_MEM, EVICT,
+ * MR_STATS) look for them.
+ */
+static void rv_mr_reap_held(struct rv_mr_cache *cache,
+			    struct list_head *victims)
+{
+	struct rv_mr_entry *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, &cache->held, lru)
+		if (!rv_mr_table_held(cache->table, e))
+			rv_mr_kill(cache, e, victims);
+}
+
+/* Off the LRU (or @held) while the kernel holds a reference. */
+static void rv_mr_mark_used(struct rv_mr_cache *cache, struct rv_mr_entry *e)
 {
 	if (!rv_mr_in_use(e)) {
 		list_del_init(&e->lru);
 		rv_mr_account_use(cache, e, true);
 	}
+}
+
+static void rv_mr_get_user(struct rv_mr_cache *cache, struct rv_mr_entry *e)
+{
+	rv_mr_mark_used(cache, e);
 	e->user_refs++;
+}
+
+/* A write's; the user holds @e by a reference or through the MR table. */
+static void rv_mr_get_io_ref(struct rv_mr_cache *cache, struct rv_mr_entry *e)
+{
+	rv_mr_mark_used(cache, e);
+	e->io_refs++;
 }
 
 /* Drop a user reference; an unused STALE entry moves to @to. */
@@ -116,13 +167,8 @@ static void rv_mr_put_user(struct rv_mr_cache *cache, struct rv_mr_entry *e,
 			   struct list_head *to)
 {
 	e->user_refs--;
-	if (rv_mr_in_use(e))
-		return;
-	rv_mr_account_use(cache, e, false);
-	if (e->state == RV_MR_CACHED)
-		list_add(&e->lru, &cache->lru);
-	else
-		rv_mr_kill(cache, e, to);
+	if (!rv_mr_in_use(e))
+		rv_mr_unused(cache, e, to);
 }
 
 /*
@@ -428,15 +474,20 @@ static bool rv_mr_event_keeps_pages(enum mmu_notifier_event event)
 }
 
 /*
- * A CACHED entry must never be found again: out of the tree; an unused one
- * goes to the work item to be freed, one in use waits (STALE) for its last
- * reference.  Caller holds cache->lock.
+ * A CACHED entry must never be found again: out of the tree and the MR
+ * table; an unused one goes to the work item to be freed, one in use
+ * waits (STALE) for its last reference, one only user space holds waits
+ * on @held.  Caller holds cache->lock.
  */
 static void rv_mr_retire(struct rv_mr_cache *cache, struct rv_mr_entry *e)
 {
-	if (rv_mr_in_use(e)) {
+	bool held = rv_mr_table_retract(cache->table, e);
+
+	if (rv_mr_in_use(e) || held) {
 		interval_tree_remove(&e->it, &cache->tree);
 		e->state = RV_MR_STALE;
+		if (!rv_mr_in_use(e))
+			list_move(&e->lru, &cache->held);
 		return;
 	}
 	rv_mr_kill(cache, e, &cache->dead);
@@ -475,6 +526,7 @@ void rv_mr_cache_init(struct rv_mr_cache *cache)
 	spin_lock_init(&cache->lock);
 	cache->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&cache->lru);
+	INIT_LIST_HEAD(&cache->held);
 	INIT_LIST_HEAD(&cache->dead);
 	/*
 	 * Its lock nests in @lock, which softirq completions take: taken
@@ -487,9 +539,10 @@ void rv_mr_cache_init(struct rv_mr_cache *cache)
 
 /* At ATTACH, under rf->lock: the cache may be used from now on. */
 void rv_mr_cache_start(struct rv_mr_cache *cache, struct rv_job *job,
-		       u64 limit)
+		       u64 limit, struct rv_mr_table *table)
 {
 	cache->job = job;
+	cache->table = table;
 	cache->stats.limit_bytes = limit;
 }
 
@@ -613,8 +666,8 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 
 	spin_lock_bh(&cache->lock);
 	e = handle ? xa_load(&cache->handles, handle) : NULL;
-	if (!e || !e->user_refs ||
-	    (e->state != RV_MR_CACHED && e->state != RV_MR_STALE))
+	if (!e || (e->state != RV_MR_CACHED && e->state != RV_MR_STALE) ||
+	    (!e->user_refs && !rv_mr_table_held(cache->table, e)))
 		e = ERR_PTR(-ENOENT);
 	else if (e->state == RV_MR_STALE || !e->mapped)
 		e = ERR_PTR(-ESTALE);
@@ -622,7 +675,7 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 		 length > e->length - (addr - e->it.start))
 		e = ERR_PTR(-ERANGE);
 	else
-		e->io_refs++;	/* in use already: the user holds it */
+		rv_mr_get_io_ref(cache, e);
 	spin_unlock_bh(&cache->lock);
 	return e;
 }
@@ -691,16 +744,9 @@ void rv_mr_put_io(struct rv_mr_entry *e)
 
 	spin_lock_bh(&cache->lock);
 	e->io_refs--;
-	if (!rv_mr_in_use(e)) {
-		rv_mr_account_use(cache, e, false);
-		if (e->state == RV_MR_CACHED) {
-			list_add(&e->lru, &cache->lru);
-		} else {
-			rv_mr_kill(cache, e, &cache->dead);
-			if (!cache->closing)
-				queue_work(system_unbound_wq, &cache->free_work);
-		}
-	}
+	if (!rv_mr_in_use(e) && rv_mr_unused(cache, e, &cache->dead) &&
+	    !cache->closing)
+		queue_work(system_unbound_wq, &cache->free_work);
 	spin_unlock_bh(&cache->lock);
 }
 
@@ -739,11 +785,17 @@ static struct rv_mr_entry *rv_mr_lookup(struct rv_mr_cache *cache, u64 addr,
 static u64 rv_mr_evict_lru(struct rv_mr_cache *cache, u64 bytes,
 			   struct list_head *victims)
 {
+	u32 left = cache->stats.entries;
 	struct rv_mr_entry *e;
 	u64 freed = 0;
 
-	while (freed < bytes && !list_empty(&cache->lru)) {
+	/* Each entry once: held ones go back to the head. */
+	while (freed < bytes && !list_empty(&cache->lru) && left--) {
 		e = list_last_entry(&cache->lru, struct rv_mr_entry, lru);
+		if (!rv_mr_table_retract_unheld(cache->table, e)) {
+			list_move(&e->lru, &cache->lru);
+			continue;
+		}
 		trace_rv_mr_evict(e);
 		cache->stats.evict_pressure++;
 		freed += e->length;
@@ -767,8 +819,8 @@ static int rv_mr_make_room(struct rv_mr_cache *cache, u64 length,
 	if (s->bytes > s->limit_bytes - length)
 		rv_mr_evict_lru(cache, s->bytes - (s->limit_bytes - length),
 				victims);
-	/* bytes - in_use_bytes is what the LRU held: it must fit now. */
-	if (WARN_ON_ONCE(s->bytes > s->limit_bytes - length))
+	/* What is left is in use, held through the MR table, or STALE. */
+	if (s->bytes > s->limit_bytes - length)
 		return -ENOSPC;
 	return 0;
 }
@@ -1174,6 +1226,7 @@ static struct rv_mr_entry *rv_mr_insert(struct rv_mr_cache *cache, u64 addr,
 	 * (an munmap() then a registration of new memory reuses the MRs).
 	 */
 	list_splice_init(&cache->dead, &victims);
+	rv_mr_reap_held(cache, &victims);
 	ret = rv_mr_make_room(cache, length, &victims);
 	spin_unlock_bh(&cache->lock);
 	rv_mr_unmap_list(&victims);
@@ -1293,19 +1346,64 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 	return 0;
 }
 
+/*
+ * Turn the caller's reference on @e into a hold of its MR table slot,
+ * posting it there first if it is not yet (a registration of more keys
+ * than a slot has, or a full table, keeps the reference).  Returns
+ * whether it did, with @cmd's table fields set.
+ */
+static bool rv_mr_hold_in_table(struct rv_mr_cache *cache,
+				struct rv_mr_entry *e, struct rv_reg_mem *cmd)
+{
+	bool held = false;
+
+	spin_lock_bh(&cache->lock);
+	/* Not STALE: a notifier may have run since the lookup. */
+	if (e->state == RV_MR_CACHED && rv_mr_table_post(cache->table, e)) {
+		rv_mr_table_hold(cache->table, e);
+		/* Still used by the caller: CACHED, so nothing is freed. */
+		rv_mr_put_user(cache, e, NULL);
+		cmd->table_slot = e->slot;
+		cmd->table_gen = e->slot_gen;
+		held = true;
+	}
+	spin_unlock_bh(&cache->lock);
+	return held;
+}
+
+/* Drop what REG_MEM took when the caller cannot learn of it. */
+static void rv_mr_reg_undo(struct rv_mr_cache *cache, struct rv_mr_entry *e,
+			   bool held)
+{
+	LIST_HEAD(victims);
+
+	spin_lock_bh(&cache->lock);
+	if (held)
+		rv_mr_table_unhold(cache->table, e);
+	else
+		rv_mr_put_user(cache, e, &victims);
+	spin_unlock_bh(&cache->lock);
+	rv_mr_free_victims(cache, &victims);
+}
+
 int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 {
 	struct rv_mr_cache *cache = &rf->mr_cache;
 	struct rv_reg_mem *cmd = arg;
 	struct rv_mr_entry *e;
 	struct rv_device *dev;
-	LIST_HEAD(victims);
 	int ret, keys_ret, idx;
+	bool held = false;
 	u32 access;
 
-	if (cmd->flags || (cmd->access & ~RV_ACCESS_ALL) ||
+	if ((cmd->flags & ~RV_REG_MEM_F_TABLE_HOLD) ||
+	    (cmd->access & ~RV_ACCESS_ALL) ||
 	    !rv_mr_range_ok(cmd->addr, cmd->length) ||
 	    (cmd->nr_rkeys && !cmd->rkeys))
+		return -EINVAL;
+	/* A hold the caller could not learn of could never be dropped. */
+	if ((cmd->flags & RV_REG_MEM_F_TABLE_HOLD) &&
+	    ucmd->user_size < offsetofend(struct rv_reg_mem, table_gen))
 		return -EINVAL;
 	access = cmd->access;
 	/* Verbs require local write for remote write. */
@@ -1352,17 +1450,17 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	cmd->iova = cmd->addr;
 	cmd->region_addr = e->it.start;
 	cmd->region_length = e->length;
+	cmd->table_slot = 0;
+	cmd->table_gen = 0;
+	if (!keys_ret && (cmd->flags & RV_REG_MEM_F_TABLE_HOLD))
+		held = rv_mr_hold_in_table(cache, e, cmd);
 	ret = rv_ucmd_respond(ucmd, cmd, sizeof(*cmd)) ?: keys_ret;
-	if (ret) {
-		/*
-		 * The caller never learnt the handle: take the reference back
-		 * (the registration stays cached for the caller's retry).
-		 */
-		spin_lock_bh(&cache->lock);
-		rv_mr_put_user(cache, e, &victims);
-		spin_unlock_bh(&cache->lock);
-		rv_mr_free_victims(cache, &victims);
-	}
+	/*
+	 * The caller never learnt the handle: take the reference back (the
+	 * registration stays cached for the caller's retry).
+	 */
+	if (ret)
+		rv_mr_reg_undo(cache, e, held);
 out_unlock:
 	mutex_unlock(&rf->lock);
 	return ret;
@@ -1384,6 +1482,7 @@ int rv_cmd_dereg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		return ret;
 
 	spin_lock_bh(&cache->lock);
+	rv_mr_reap_held(cache, &victims);
 	e = xa_load(&cache->handles, cmd->handle);
 	if (!e || e->state == RV_MR_NEW || e->state == RV_MR_DEAD)
 		ret = -ENOENT;
@@ -1445,11 +1544,17 @@ static int rv_evict_select(struct rv_mr_cache *cache,
 	LIST_HEAD(chosen);
 
 	if (cmd->mode == RV_EVICT_AMOUNT) {
-		while (!list_empty(&cache->lru) &&
+		u32 left = cache->stats.entries;
+
+		while (!list_empty(&cache->lru) && left-- &&
 		       (bytes < cmd->target_bytes ||
 			entries < cmd->target_entries)) {
 			e = list_last_entry(&cache->lru, struct rv_mr_entry,
 					    lru);
+			if (!rv_mr_table_retract_unheld(cache->table, e)) {
+				list_move(&e->lru, &cache->lru);
+				continue;
+			}
 			bytes += e->length;
 			entries++;
 			list_move_tail(&e->lru, &chosen);
@@ -1467,7 +1572,8 @@ static int rv_evict_select(struct rv_mr_cache *cache,
 		    (e->it.start != cmd->addr || e->it.last != last ||
 		     e->access != access))
 			continue;
-		if (rv_mr_in_use(e)) {
+		if (rv_mr_in_use(e) ||
+		    !rv_mr_table_retract_unheld(cache->table, e)) {
 			busy = true;
 			continue;
 		}
@@ -1502,11 +1608,13 @@ int rv_cmd_evict(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 
 	spin_lock_bh(&cache->lock);
 	ret = rv_evict_select(cache, cmd, &victims);
-	spin_unlock_bh(&cache->lock);
 	list_for_each_entry(e, &victims, lru) {
 		cmd->freed_entries++;
 		cmd->freed_bytes += e->length;
 	}
+	/* Freed too, not counted: they were not cached any more. */
+	rv_mr_reap_held(cache, &victims);
+	spin_unlock_bh(&cache->lock);
 	rv_mr_unmap_list(&victims);
 	rv_file_unlock_dev(rf);
 	rv_mr_release_list(cache, &victims);
@@ -1521,6 +1629,7 @@ int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	struct rv_mr_cache *cache = &rf->mr_cache;
 	struct rv_mr_stats *cmd = arg;
 	u32 size = cmd->size;
+	LIST_HEAD(victims);
 
 	if (cmd->flags)
 		return -EINVAL;
@@ -1531,8 +1640,11 @@ int rv_cmd_mr_stats(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		return -ENOTCONN;
 	}
 	spin_lock_bh(&cache->lock);
+	/* Figures of what is still cached, not of what waits to go. */
+	rv_mr_reap_held(cache, &victims);
 	*cmd = cache->stats;
 	spin_unlock_bh(&cache->lock);
+	rv_mr_free_victims(cache, &victims);
 	mutex_unlock(&rf->lock);
 
 	cmd->size = size;

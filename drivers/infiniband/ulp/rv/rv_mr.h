@@ -16,6 +16,8 @@
 #include <linux/xarray.h>
 #include <rdma/rv_user_ioctls.h>
 
+#include "rv_mr_table.h"
+
 struct ib_mr;
 struct ib_sge;
 struct rv_job;
@@ -48,7 +50,8 @@ struct rv_frmr {
  *   NEW     being registered; in @handles only, invisible to lookups
  *   CACHED  registered and in the interval tree; on the LRU when unused
  *   STALE   its memory changed while in use: out of the tree, waiting for
- *           its last reference
+ *           its last reference, or (on @held) for user space to drop its
+ *           holds through the MR table
  *   DEAD    unused and leaving: on @dead (or a caller's private list)
  *           until it is deregistered and freed
  */
@@ -78,13 +81,19 @@ enum rv_mr_state {
  *	deregistered
  * @nr_reused: of @frmrs, MRs that came from the cache's pool
  * @key_shift: log2 of the bytes of address space one key chunk covers
- * @lru: on @cache->lru (CACHED and unused) or a free list (DEAD)
+ * @lru: on @cache->lru (CACHED and unused), @cache->held (STALE, held
+ *	only through the MR table) or a free list (DEAD)
  * @length: bytes registered
  * @handle: id in @cache->handles
  * @access: RV_ACCESS_* granted, REMOTE_WRITE implying LOCAL_WRITE
  * @state: see enum rv_mr_state
  * @user_refs: REG_MEM references not yet dropped by DEREG_MEM
  * @io_refs: references of I/O in flight
+ * @has_slot: @slot of the file's MR table is the entry's, until it is
+ *	killed (its holds count while it has it)
+ * @slot: see @has_slot
+ * @slot_gen: the slot's generation while the entry is in the table (odd),
+ *	else 0
  * @dma: DMA address of each page of @pages, from the page holding
  *	@it.start
  *
@@ -114,19 +123,25 @@ struct rv_mr_entry {
 	enum rv_mr_state state;
 	u32 user_refs;
 	u32 io_refs;
+	bool has_slot;
+	u32 slot;
+	u32 slot_gen;
 	dma_addr_t dma[];
 };
 
 /**
  * struct rv_mr_cache - the MR cache of one file
- * @lock: protects @tree, @lru, @dead, @closing, @stats, @pool and the
- *	entries' mutable fields; a spinlock because the MMU notifier takes
- *	it from contexts that cannot sleep.  Stores to @handles happen
+ * @lock: protects @tree, @lru, @held, @dead, @closing, @stats, @pool,
+ *	@table's slots and the entries' mutable fields; a spinlock because
+ *	the MMU notifier takes it from contexts that cannot sleep.  Stores to @handles happen
  *	under it too, so a lookup under @lock sees a consistent entry.
  *	Write completions take it (rv_mr_put_io()) and may run in softirq
  *	context: process context takes it with spin_lock_bh().
  * @tree: CACHED entries by address range
- * @lru: CACHED entries nobody uses, most recently used first
+ * @lru: CACHED entries nobody uses, most recently used first (user space
+ *	may hold some through @table: eviction skips those)
+ * @held: STALE entries only user space holds, through @table; freed once
+ *	it drops them (rv_mr_reap_held())
  * @dead: entries invalidated by the notifier, for @free_work to free
  * @handles: handle -> entry for every entry not yet freed
  * @free_work: deregisters @dead outside the notifier (and mmap_lock)
@@ -137,6 +152,7 @@ struct rv_mr_entry {
  *	registration, and their undoing, run in its device's read section,
  *	so device removal sees each entry's MRs and mapping either in
  *	@handles or gone; pinning and unpinning run outside it
+ * @table: the MR table, set at ATTACH; NULL before
  * @stats: the figures MR_STATS reports (size and flags unused)
  * @pool: fast-registration MRs of freed entries, invalidated by a
  *	completed IB_WR_LOCAL_INV and ready to be mapped again; @pool_len
@@ -152,6 +168,7 @@ struct rv_mr_cache {
 	spinlock_t lock; /* see above */
 	struct rb_root_cached tree;
 	struct list_head lru;
+	struct list_head held;
 	struct list_head dead;
 	struct xarray handles;
 	u32 next_handle;
@@ -160,6 +177,7 @@ struct rv_mr_cache {
 	struct scatterlist *sgl;
 	u32 sgl_len;
 	struct rv_job *job;
+	struct rv_mr_table *table;
 	struct rv_mr_stats stats;
 	u32 pool_len;
 	struct rv_frmr pool[RV_MR_POOL_MRS];
@@ -167,7 +185,7 @@ struct rv_mr_cache {
 
 void rv_mr_cache_init(struct rv_mr_cache *cache);
 void rv_mr_cache_start(struct rv_mr_cache *cache, struct rv_job *job,
-		       u64 limit);
+		       u64 limit, struct rv_mr_table *table);
 void rv_mr_cache_teardown(struct rv_mr_cache *cache);
 void rv_mr_cache_release_ib(struct rv_mr_cache *cache);
 

@@ -81,6 +81,20 @@ int rv_evict(struct rv *rv, struct rv_evict *e);
 /* RV_IOCTL_MR_STATS: the file's MR cache figures, into @s. */
 int rv_mr_stats(struct rv *rv, struct rv_mr_stats *s);
 
+/* What the MR table saved this process (rv_mr_table_stats(3)). */
+struct rv_mr_table_stats {
+	uint64_t hits;		/* registrations found without a system call */
+	uint64_t misses;	/* lookups that asked the kernel */
+	uint64_t releases;	/* holds dropped without a system call */
+	uint32_t entries;	/* slots; 0: no table in use */
+	uint32_t live;		/* slots describing a registration now */
+	uint32_t held;		/* holds this process has */
+	uint32_t rsvd;
+};
+
+/* The MR table's figures for @rv, into @s; zeroes without a table. */
+int rv_mr_table_stats(struct rv *rv, struct rv_mr_table_stats *s);
+
 /* Copy up to @max pending events; no system call; thread-safe. */
 int rv_poll_events(struct rv *rv, struct rv_event *events, unsigned int max);
 

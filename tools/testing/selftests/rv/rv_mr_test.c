@@ -6,8 +6,13 @@
  *
  * Pinning is observed through VmPin in /proc/self/status, which is the
  * mm's pinned_vm that ib_umem_get() charges and releases.  The event ring
- * is charged there too (one RLIMIT_MEMLOCK budget): the files attach with
- * one-page rings, and mr_pin_kb() leaves those pages out.
+ * and the MR table are charged there too (one RLIMIT_MEMLOCK budget): the
+ * files attach with the smallest of both, and mr_pin_kb() leaves those
+ * pages out.
+ *
+ * These tests are of the kernel's cache through its ioctls: librv's MR
+ * table, which answers repeated registrations without them, is off here
+ * (RV_MR_TABLE=0); rv_mr_table_test tests it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,8 +40,17 @@
 #define ACC_RW RV_ACCESS_REMOTE_WRITE
 #define ACC_RR RV_ACCESS_REMOTE_READ
 
-/* KiB of VmPin that are the rings of this process's attached files. */
+/*
+ * KiB of VmPin that are the rings and MR tables of this process's attached
+ * files: a page of ring, two of slots and one of holds each.
+ */
+#define FILE_PIN_KB (4 + RV_MR_TABLE_MMAP_SIZE(RV_MIN_MR_TABLE_ENTRIES) / 1024 + 4)
 static long ring_pin_kb;
+
+__attribute__((constructor)) static void table_off(void)
+{
+	setenv("RV_MR_TABLE", "0", 1);
+}
 
 /* VmPin without the rings: what the MR cache pinned. */
 static long mr_pin_kb(void)
@@ -139,12 +153,13 @@ static int open_attached(struct rv **rvp, uint64_t limit)
 	a.mr_cache_bytes = limit;
 	/* One page, inside the tests' RLIMIT_MEMLOCK (see mr_pin_kb()). */
 	a.ring_entries = RV_MIN_RING_ENTRIES;
+	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	ret = rv_attach(*rvp, &a);
 	if (ret < 0) {
 		rv_close(*rvp);
 		return ret;
 	}
-	ring_pin_kb += 4;
+	ring_pin_kb += FILE_PIN_KB;
 	return 0;
 }
 
@@ -152,7 +167,7 @@ static int open_attached(struct rv **rvp, uint64_t limit)
 static void close_attached(struct rv *rv)
 {
 	rv_close(rv);
-	ring_pin_kb -= 4;
+	ring_pin_kb -= FILE_PIN_KB;
 }
 
 static struct rv_mr_stats stats_of(struct rv *rv)

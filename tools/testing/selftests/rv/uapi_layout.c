@@ -40,7 +40,9 @@
 	F(rv_query, conn_timeout_ms)			\
 	F(rv_query, conn_query_flags)			\
 	F(rv_query, default_heartbeat_ms)		\
-	F(rv_query, slot_quarantine_ms)
+	F(rv_query, slot_quarantine_ms)			\
+	F(rv_query, max_mr_table_entries)		\
+	F(rv_query, default_mr_table_entries)
 
 #define RV_ATTACH_FIELDS(F)				\
 	F(rv_attach, size)				\
@@ -56,7 +58,7 @@
 	F(rv_attach, slot)				\
 	F(rv_attach, mr_cache_bytes)			\
 	F(rv_attach, heartbeat_ms)			\
-	F(rv_attach, rsvd)
+	F(rv_attach, mr_table_entries)
 
 #define RV_REG_MEM_FIELDS(F)				\
 	F(rv_reg_mem, size)				\
@@ -72,7 +74,21 @@
 	F(rv_reg_mem, region_length)			\
 	F(rv_reg_mem, rkeys)				\
 	F(rv_reg_mem, nr_rkeys)				\
-	F(rv_reg_mem, rkey_shift)
+	F(rv_reg_mem, rkey_shift)			\
+	F(rv_reg_mem, table_slot)			\
+	F(rv_reg_mem, table_gen)
+
+#define RV_MR_SLOT_FIELDS(F)				\
+	F(rv_mr_slot, gen)				\
+	F(rv_mr_slot, handle)				\
+	F(rv_mr_slot, addr)				\
+	F(rv_mr_slot, length)				\
+	F(rv_mr_slot, access)				\
+	F(rv_mr_slot, rkey_shift)			\
+	F(rv_mr_slot, nr_keys)				\
+	F(rv_mr_slot, rsvd)				\
+	F(rv_mr_slot, lkeys)				\
+	F(rv_mr_slot, rkeys)
 
 #define RV_DEREG_MEM_FIELDS(F)				\
 	F(rv_dereg_mem, size)				\
@@ -325,6 +341,7 @@
 	S(rv_query, RV_QUERY_FIELDS)			\
 	S(rv_attach, RV_ATTACH_FIELDS)			\
 	S(rv_reg_mem, RV_REG_MEM_FIELDS)		\
+	S(rv_mr_slot, RV_MR_SLOT_FIELDS)		\
 	S(rv_dereg_mem, RV_DEREG_MEM_FIELDS)		\
 	S(rv_evict, RV_EVICT_FIELDS)			\
 	S(rv_mr_stats, RV_MR_STATS_FIELDS)		\
