@@ -135,8 +135,10 @@ struct rv_attach {
 /* Most rkeys one registration may need (REG_MEM fails with E2BIG above). */
 #define RV_MAX_REG_KEYS		4096
 
-/* struct rv_reg_mem.flags: take the reference as a hold of its MR table
- * slot (released by user space, see struct rv_mr_slot) when it has one. */
+/*
+ * struct rv_reg_mem.flags: take the reference as a hold of its MR table
+ * slot (released by user space, see struct rv_mr_slot) when it has one.
+ */
 #define RV_REG_MEM_F_TABLE_HOLD	(1U << 0)
 
 /*

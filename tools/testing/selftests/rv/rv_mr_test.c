@@ -323,7 +323,7 @@ TEST_F(mr, bad_args)
 	/* Unknown flags, through the raw ioctl. */
 	memset(&r, 0, sizeof(r));
 	r.size = sizeof(r);
-	r.flags = 1;
+	r.flags = RV_REG_MEM_F_TABLE_HOLD << 1;
 	r.addr = (uintptr_t)self->buf;
 	r.length = 4096;
 	EXPECT_EQ(-EINVAL, rv_ioc(rv_fd(self->rv), RV_IOCTL_REG_MEM, &r));

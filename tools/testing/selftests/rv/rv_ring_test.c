@@ -23,6 +23,12 @@
 
 #define ENTRIES 256
 
+/*
+ * KiB of VmPin an ATTACH charges besides its ring: the smallest MR table
+ * these tests ask for (two pages of slots, one of holds).
+ */
+#define TABLE_KB (RV_MR_TABLE_MMAP_SIZE(RV_MIN_MR_TABLE_ENTRIES) / 1024 + 4)
+
 static int raw_attach(int fd, uint32_t entries)
 {
 	struct rv_attach a;
@@ -32,6 +38,7 @@ static int raw_attach(int fd, uint32_t entries)
 		return idx;
 	rv_attach_init(&a, (uint32_t)idx, 8);
 	a.ring_entries = entries;
+	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	return rv_ioc(fd, RV_IOCTL_ATTACH, &a);
 }
 
@@ -213,7 +220,7 @@ TEST(memlock_charge)
 	/* 4096 entries (128 KiB + header) fit. */
 	ASSERT_EQ(0, raw_attach(fd, 4096));
 	pages = (RV_RING_MMAP_SIZE(4096) + 4095) / 4096;
-	EXPECT_EQ(before + pages * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(before + pages * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
 	close(fd);
 	EXPECT_EQ(before, rv_proc_status_kb("VmPin"));
 }
@@ -221,7 +228,8 @@ TEST(memlock_charge)
 /*
  * One RLIMIT_MEMLOCK budget for the ring and the MR pins, as an
  * unprivileged user (uid 65534, no capability): with a 4 MiB limit a ring
- * of 65536 entries (2 MiB + 128 bytes: 513 pages) fits alone, a 3 MiB
+ * of 65536 entries (2 MiB + 128 bytes: 513 pages, and 3 of the smallest MR
+ * table) fits alone, a 3 MiB
  * registration (768 pages) fits alone, both together do not: REG_MEM
  * after the big ring, and ATTACH of a big ring after the registration,
  * are ENOMEM, and closing the file that held the budget frees it.
@@ -259,11 +267,12 @@ TEST(memlock_shared_with_mr)
 	ASSERT_EQ(0, rv_open(&big, 0));
 	rv_attach_init(&a, (uint32_t)idx, 8);
 	a.ring_entries = 65536;
+	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	ASSERT_LE(0, rv_attach(big, &a));
-	EXPECT_EQ(513 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(513 * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
 	EXPECT_EQ(-ENOMEM, rv_reg_mem(big, buf, mr_len,
 				      RV_ACCESS_LOCAL_WRITE, NULL));
-	EXPECT_EQ(513 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(513 * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
 	rv_close(big);
 	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
 
@@ -271,17 +280,19 @@ TEST(memlock_shared_with_mr)
 	ASSERT_EQ(0, rv_open(&small, 0));
 	rv_attach_init(&a, (uint32_t)idx, 8);
 	a.ring_entries = RV_MIN_RING_ENTRIES;
+	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	ASSERT_LE(0, rv_attach(small, &a));
 	h = rv_reg_mem(small, buf, mr_len, RV_ACCESS_LOCAL_WRITE, NULL);
 	ASSERT_GT(h, 0);
-	EXPECT_EQ(4 + 768 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(4 + TABLE_KB + 768 * 4, rv_proc_status_kb("VmPin"));
 
 	/* ...and then leaves no room for the big ring of another file. */
 	ASSERT_EQ(0, rv_open(&other, 0));
 	rv_attach_init(&a, (uint32_t)idx, 8);
 	a.ring_entries = 65536;
+	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	EXPECT_EQ(-ENOMEM, rv_attach(other, &a));
-	EXPECT_EQ(4 + 768 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(4 + TABLE_KB + 768 * 4, rv_proc_status_kb("VmPin"));
 
 	/* Closing the file with the pins frees the budget for it. */
 	EXPECT_EQ(0, rv_dereg_mem(small, h));
@@ -289,8 +300,9 @@ TEST(memlock_shared_with_mr)
 	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
 	rv_attach_init(&a, (uint32_t)idx, 8);
 	a.ring_entries = 65536;
+	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	EXPECT_LE(0, rv_attach(other, &a));
-	EXPECT_EQ(513 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(513 * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
 	rv_close(other);
 	munmap(buf, mr_len);
 }
