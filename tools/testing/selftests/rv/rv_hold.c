@@ -105,6 +105,8 @@ static void make_jobs(int dev_index, uint32_t ring_entries,
 		}
 		rv_attach_init(&a, dev_index, RV_JOB_KEY_MAX);
 		a.ring_entries = ring_entries;
+		/* Files that register nothing: the smallest MR table. */
+		a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 		ret = rv_attach(rv, &a);
 		if (ret < 0) {
 			rv_close(rv);
@@ -203,6 +205,7 @@ int main(int argc, char **argv)
 			memcpy(a.job_key, key, a.job_key_len);
 		}
 		a.ring_entries = ring_entries;
+		a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 		if (ipv4_gid) {
 			ret = rv_ipv4_gid(rv_test_ibdev(), RV_TEST_PORT, -1, NULL);
 			if (ret < 0) {
