@@ -240,6 +240,7 @@ struct rv_mr_stats {
 	__aligned_u64 fast_regs;		/* misses with remote access */
 	__aligned_u64 fast_reg_keys;		/* their MRs, one per key */
 	__aligned_u64 fast_reg_reused;		/* of those, from the pool */
+	__aligned_u64 invalidations_spurious;	/* pages found unmoved */
 };
 
 #define RV_IOCTL_MR_STATS _IO(RV_IOCTL_TYPE, RV_CMD_MR_STATS)

@@ -345,15 +345,19 @@ void rv_mr_table_learn(struct rv *rv, const struct rv_reg_mem *cmd,
 		access |= RV_ACCESS_LOCAL_WRITE;
 	pthread_mutex_lock(&t->lock);
 	own = &t->own[cmd->table_slot];
-	/* A slot goes to another registration only once nobody holds it. */
-	if (own->handle != cmd->handle || own->gen != cmd->table_gen) {
+	/*
+	 * A slot goes to another registration only once nobody holds it;
+	 * the same registration (handles are not reused) posted again, after
+	 * the kernel checked it, keeps the holds this process has.
+	 */
+	if (own->handle != cmd->handle) {
 		if (own->handle)
 			rv_handle_forget(t, cmd->table_slot);
 		own->handle = cmd->handle;
-		own->gen = cmd->table_gen;
 		own->holds = 0;
 		rv_handle_add(t, cmd->table_slot);
 	}
+	own->gen = cmd->table_gen;
 	own->holds++;
 	h = &t->hints[rv_hint_index(t, cmd->addr, cmd->length, access)];
 	h->addr = cmd->addr;

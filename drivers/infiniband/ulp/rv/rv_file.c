@@ -183,7 +183,7 @@ static_assert(sizeof(struct rv_dereg_mem) == 16);
 static_assert(sizeof(struct rv_evict) == 56);
 static_assert(offsetof(struct rv_evict, target_bytes) == 32);
 static_assert(offsetof(struct rv_evict, freed_bytes) == 48);
-static_assert(sizeof(struct rv_mr_stats) == 136);
+static_assert(sizeof(struct rv_mr_stats) == 144);
 static_assert(offsetof(struct rv_mr_stats, fast_regs) == 112);
 static_assert(sizeof(struct rv_ring_header) == 24);
 static_assert(sizeof(struct rv_ring_header) <= RV_RING_CONSUMER_OFFSET);

@@ -43,9 +43,12 @@
  *
  * Coherence: each entry has an mmu_interval_notifier over its range.  When
  * the mapping changes the entry leaves the tree at once, so no later
- * lookup can return it; deregistration (which may sleep and must not run
- * under mmap_lock) is left to a work item, or to the last user of an entry
- * that was in use.  Pinned pages stay pinned, so the device never touches
+ * lookup can return it.  An event that only clears page table entries may
+ * leave a pinned page where it was (reclaim, a THP split, KSM): the entry
+ * stays, suspect, and its next lookup or write compares the pages mapped
+ * now with the pinned ones before using it (rv_mr_revalidate()).
+ * Deregistration (which may sleep and must not run under mmap_lock) is
+ * left to a work item, or to the last user of an entry that was in use.  Pinned pages stay pinned, so the device never touches
  * a page the process no longer owns; a new registration of the same
  * address pins whatever is mapped there then.
  */
@@ -466,11 +469,92 @@ static void rv_mr_free_work(struct work_struct *work)
  * pinned anonymous page is copied for the child at fork rather than
  * write-protected and shared), so the registration is still right.
  */
+static void rv_mr_retire(struct rv_mr_cache *cache, struct rv_mr_entry *e);
+
 static bool rv_mr_event_keeps_pages(enum mmu_notifier_event event)
 {
 	return event == MMU_NOTIFY_PROTECTION_VMA ||
 	       event == MMU_NOTIFY_PROTECTION_PAGE ||
 	       event == MMU_NOTIFY_SOFT_DIRTY;
+}
+
+/*
+ * These clear page table entries for reasons that may back off from a
+ * pinned page or put the same page back: reclaim and migration (which
+ * cannot free or move it), a THP split, KSM (which does not merge it).
+ * MADV_DONTNEED and MADV_FREE clear them too, for good: only looking at
+ * the page tables afterwards tells them apart.
+ */
+static bool rv_mr_event_may_keep_pages(enum mmu_notifier_event event)
+{
+	return event == MMU_NOTIFY_CLEAR || event == MMU_NOTIFY_MIGRATE;
+}
+
+/* Pages compared per get_user_pages_fast_only() call. */
+#define RV_MR_CHECK_BATCH 32
+
+/*
+ * Whether every page of @e is mapped at its address now, without
+ * faulting (current->mm is the entry's).  A page not present counts as
+ * changed: after a real discard it would be a new one.
+ */
+static bool rv_mr_pages_in_place(const struct rv_mr_entry *e)
+{
+	struct page *now[RV_MR_CHECK_BATCH];
+	u64 addr = e->it.start & PAGE_MASK;
+	struct sg_page_iter it;
+	int n = 0, i = 0, got;
+	bool same = true;
+
+	for_each_sgtable_page(&e->pages.sgt, &it, 0) {
+		if (i == n) {
+			n = min_t(u64, RV_MR_CHECK_BATCH,
+				  e->npages - ((addr - (e->it.start &
+							PAGE_MASK)) >>
+					       PAGE_SHIFT));
+			got = get_user_pages_fast_only(addr, n, 0, now);
+			for (i = 0; i < max(got, 0); i++)
+				put_page(now[i]);
+			if (got != n)
+				return false;
+			addr += (u64)n << PAGE_SHIFT;
+			i = 0;
+		}
+		/* Compared after the put: only the address is looked at. */
+		if (now[i++] != sg_page_iter_page(&it))
+			same = false;
+	}
+	return same;
+}
+
+/*
+ * Settle a suspect entry the caller holds a reference to: keep it when
+ * its pages are where they were (no invalidation ran since the look),
+ * else retire it.  May sleep (waits for an invalidation in progress);
+ * current->mm is the entry's.  Returns whether @e may still be used.
+ */
+static bool rv_mr_revalidate(struct rv_mr_cache *cache, struct rv_mr_entry *e)
+{
+	unsigned long seq = mmu_interval_read_begin(&e->notifier);
+	bool same = rv_mr_pages_in_place(e);
+	bool ok = false;
+
+	spin_lock_bh(&cache->lock);
+	if (e->state != RV_MR_CACHED) {
+		ok = false;
+	} else if (!e->suspect) {
+		ok = true;
+	} else if (same && !mmu_interval_read_retry(&e->notifier, seq)) {
+		e->suspect = false;
+		cache->stats.invalidations_spurious++;
+		ok = true;
+	} else {
+		trace_rv_mr_invalidate(e);
+		cache->stats.invalidations++;
+		rv_mr_retire(cache, e);
+	}
+	spin_unlock_bh(&cache->lock);
+	return ok;
 }
 
 /*
@@ -508,6 +592,12 @@ static bool rv_mr_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	if (e->state != RV_MR_CACHED || rv_mr_event_keeps_pages(range->event))
 		goto out_unlock;
+	/* Out of the table: user space asks the kernel, which looks. */
+	if (rv_mr_event_may_keep_pages(range->event)) {
+		e->suspect = true;
+		rv_mr_table_retract(cache->table, e);
+		goto out_unlock;
+	}
 
 	trace_rv_mr_invalidate(e);
 	cache->stats.invalidations++;
@@ -654,7 +744,8 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
  * @addr: start of the data, inside the registration
  * @length: bytes, at least 1
  *
- * Caller is in the device's read section (the pages stay mapped).
+ * Caller is in the device's read section (the pages stay mapped); may sleep,
+ * to revalidate a suspect registration.
  * Returns the entry, or ERR_PTR(-ENOENT) (no such handle held by the
  * user), ERR_PTR(-ESTALE) (memory changed, or the device's MR is gone),
  * ERR_PTR(-ERANGE) (not inside the registration).
@@ -662,6 +753,7 @@ void rv_mr_cache_release_ib(struct rv_mr_cache *cache)
 struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 				 u64 addr, u64 length)
 {
+	bool suspect = false;
 	struct rv_mr_entry *e;
 
 	spin_lock_bh(&cache->lock);
@@ -676,7 +768,13 @@ struct rv_mr_entry *rv_mr_get_io(struct rv_mr_cache *cache, u32 handle,
 		e = ERR_PTR(-ERANGE);
 	else
 		rv_mr_get_io_ref(cache, e);
+	if (!IS_ERR(e))
+		suspect = e->suspect;
 	spin_unlock_bh(&cache->lock);
+	if (suspect && !rv_mr_revalidate(cache, e)) {
+		rv_mr_put_io(e);
+		e = ERR_PTR(-ESTALE);
+	}
 	return e;
 }
 
@@ -1358,8 +1456,12 @@ static bool rv_mr_hold_in_table(struct rv_mr_cache *cache,
 	bool held = false;
 
 	spin_lock_bh(&cache->lock);
-	/* Not STALE: a notifier may have run since the lookup. */
-	if (e->state == RV_MR_CACHED && rv_mr_table_post(cache->table, e)) {
+	/*
+	 * Not STALE, nor suspect: a notifier may have run since the lookup
+	 * (the table's next user then asks the kernel again).
+	 */
+	if (e->state == RV_MR_CACHED && !e->suspect &&
+	    rv_mr_table_post(cache->table, e)) {
 		rv_mr_table_hold(cache->table, e);
 		/* Still used by the caller: CACHED, so nothing is freed. */
 		rv_mr_put_user(cache, e, NULL);
@@ -1392,8 +1494,8 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	struct rv_reg_mem *cmd = arg;
 	struct rv_mr_entry *e;
 	struct rv_device *dev;
+	bool held = false, suspect;
 	int ret, keys_ret, idx;
-	bool held = false;
 	u32 access;
 
 	if ((cmd->flags & ~RV_REG_MEM_F_TABLE_HOLD) ||
@@ -1420,22 +1522,32 @@ int rv_cmd_reg_mem(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg)
 	if (ret)
 		goto out_unlock;
 	dev = rf->job->dev;
-	idx = rv_job_enter(rf->job, true);
-	if (idx < 0) {
+	/* Each suspect found and not kept leaves the tree: this ends. */
+	for (;;) {
+		idx = rv_job_enter(rf->job, true);
+		if (idx < 0) {
+			rv_device_leave(dev, idx);
+			ret = idx;
+			goto out_unlock;
+		}
+		spin_lock_bh(&cache->lock);
+		e = rv_mr_lookup(cache, cmd->addr, cmd->addr + cmd->length - 1,
+				 access);
+		if (e)
+			rv_mr_get_user(cache, e);
+		suspect = e && e->suspect;
+		spin_unlock_bh(&cache->lock);
 		rv_device_leave(dev, idx);
-		ret = idx;
-		goto out_unlock;
+		if (!suspect || rv_mr_revalidate(cache, e))
+			break;
+		rv_mr_reg_undo(cache, e, false);
 	}
-	spin_lock_bh(&cache->lock);
-	e = rv_mr_lookup(cache, cmd->addr, cmd->addr + cmd->length - 1,
-			 access);
 	if (e) {
-		rv_mr_get_user(cache, e);
+		spin_lock_bh(&cache->lock);
 		cache->stats.hits++;
 		trace_rv_mr_hit(e);
+		spin_unlock_bh(&cache->lock);
 	}
-	spin_unlock_bh(&cache->lock);
-	rv_device_leave(dev, idx);
 
 	if (!e) {
 		e = rv_mr_insert(cache, cmd->addr, cmd->length, access);

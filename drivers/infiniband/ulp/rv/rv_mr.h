@@ -89,6 +89,10 @@ enum rv_mr_state {
  * @state: see enum rv_mr_state
  * @user_refs: REG_MEM references not yet dropped by DEREG_MEM
  * @io_refs: references of I/O in flight
+ * @suspect: an MMU notifier event that may have left the pages where they
+ *	were (reclaim backing off from a pinned page, a THP split, KSM):
+ *	out of the MR table until rv_mr_revalidate() compares the pages
+ *	mapped now with the pinned ones
  * @has_slot: @slot of the file's MR table is the entry's, until it is
  *	killed (its holds count while it has it)
  * @slot: see @has_slot
@@ -123,6 +127,7 @@ struct rv_mr_entry {
 	enum rv_mr_state state;
 	u32 user_refs;
 	u32 io_refs;
+	bool suspect;
 	bool has_slot;
 	u32 slot;
 	u32 slot_gen;

@@ -72,6 +72,7 @@ static uint64_t rnd_below(uint64_t n)
 
 struct fuzz {
 	struct rv *rv;
+	uint32_t table_entries;		/* MR table slots, from ATTACH */
 	const char *ibdev;
 	int gid_index;
 	bool have_peer;
@@ -323,6 +324,48 @@ static void op_remap(struct fuzz *f)
 }
 
 /*
+ * The MR table's mappings: the slots with bad offsets, lengths and
+ * write access (refused), the hold counts scribbled (then put back, so
+ * that registrations a peer writes to stay held).
+ */
+static void op_table(struct fuzz *f)
+{
+	size_t tlen = RV_MR_TABLE_MMAP_SIZE(f->table_entries);
+	size_t hlen = RV_MR_HOLDS_MMAP_SIZE(f->table_entries);
+	uint32_t *holds, saved, i;
+	void *p;
+
+	if (!f->table_entries)
+		return;
+
+	p = mmap(NULL, rnd_below(2) ? tlen : 4096 * (1 + rnd_below(64)),
+		 rnd_below(2) ? PROT_READ : PROT_READ | PROT_WRITE,
+		 rnd_below(4) ? MAP_SHARED : MAP_PRIVATE, rv_fd(f->rv),
+		 RV_MR_TABLE_MMAP_OFFSET + 4096 * rnd_below(2));
+	f->calls++;
+	if (p != MAP_FAILED) {
+		/* Only a read-only whole mapping may succeed, and stay so. */
+		if (mprotect(p, 4096, PROT_READ | PROT_WRITE) == 0)
+			f->bad++;
+		munmap(p, tlen);
+	}
+	holds = mmap(NULL, hlen, PROT_READ | PROT_WRITE, MAP_SHARED,
+		     rv_fd(f->rv), RV_MR_HOLDS_MMAP_OFFSET);
+	if (holds == MAP_FAILED) {
+		printf("# mapping the MR table's holds failed: %s\n",
+		       strerror(errno));
+		f->bad++;
+		return;
+	}
+	i = (uint32_t)rnd_below(f->table_entries);
+	saved = __atomic_load_n(&holds[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&holds[i], (uint32_t)rnd(), __ATOMIC_RELEASE);
+	usleep(rnd_below(2000));
+	__atomic_store_n(&holds[i], saved, __ATOMIC_RELEASE);
+	munmap(holds, hlen);
+}
+
+/*
  * Scribble on the parts of the ring the kernel must not trust: the header
  * fields librv does not read, and the consumer index, set ahead of the
  * producer (the kernel must see a full ring and count what it drops) and
@@ -495,6 +538,7 @@ static int fuzz_attach(struct fuzz *f)
 	a.num_conn = 2;
 	a.ring_entries = RV_MIN_RING_ENTRIES * 4;
 	ret = rv_attach(f->rv, &a);
+	f->table_entries = a.mr_table_entries;
 	if (ret < 0)
 		return ret;
 	f->slot_bits = a.slot_bits;
@@ -638,7 +682,8 @@ int main(int argc, char **argv)
 		case 30 ... 64: op_post(&f); break;
 		case 65 ... 79: op_mr(&f); break;
 		case 80 ... 84: op_remap(&f); break;
-		case 85 ... 89: op_scribble(&f); break;
+		case 85 ... 87: op_scribble(&f); break;
+		case 88 ... 89: op_table(&f); break;
 		case 90: op_fork(&f); break;
 		case 91:
 			if (!rnd_below(20) && op_reopen(&f)) {

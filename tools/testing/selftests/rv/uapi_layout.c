@@ -128,7 +128,8 @@
 	F(rv_mr_stats, failures)			\
 	F(rv_mr_stats, fast_regs)			\
 	F(rv_mr_stats, fast_reg_keys)			\
-	F(rv_mr_stats, fast_reg_reused)
+	F(rv_mr_stats, fast_reg_reused)		\
+	F(rv_mr_stats, invalidations_spurious)
 
 #define RV_RING_HEADER_FIELDS(F)			\
 	F(rv_ring_header, producer)			\
