@@ -48,9 +48,10 @@
  * stays, suspect, and its next lookup or write compares the pages mapped
  * now with the pinned ones before using it (rv_mr_revalidate()).
  * Deregistration (which may sleep and must not run under mmap_lock) is
- * left to a work item, or to the last user of an entry that was in use.  Pinned pages stay pinned, so the device never touches
- * a page the process no longer owns; a new registration of the same
- * address pins whatever is mapped there then.
+ * left to a work item, or to the last user of an entry that was in use.
+ * Pinned pages stay pinned, so the device never touches a page the
+ * process no longer owns; a new registration of the same address pins
+ * whatever is mapped there then.
  */
 #include "rv.h"
 #include "rv_trace.h"
