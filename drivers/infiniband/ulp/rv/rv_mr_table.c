@@ -31,13 +31,6 @@
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
 
-/* Zeroed, page-aligned, charged to the caller's memory cgroup. */
-static void *rv_mr_table_area(size_t size)
-{
-	return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN |
-			 __GFP_RETRY_MAYFAIL);
-}
-
 /**
  * rv_mr_table_alloc - a table of @entries slots charged to @mm
  * @entries: a power of two, validated by ATTACH
@@ -68,10 +61,10 @@ struct rv_mr_table *rv_mr_table_alloc(u32 entries, struct mm_struct *mm)
 	t->used = bitmap_zalloc(entries, GFP_KERNEL_ACCOUNT);
 	if (!t->used)
 		goto out_uncharge;
-	t->slots = rv_mr_table_area(t->slots_size);
+	t->slots = rv_shared_area_alloc(t->slots_size);
 	if (!t->slots)
 		goto out_free_used;
-	t->holds = rv_mr_table_area(t->holds_size);
+	t->holds = rv_shared_area_alloc(t->holds_size);
 	if (!t->holds)
 		goto out_free_slots;
 	return t;
@@ -99,25 +92,6 @@ void rv_mr_table_free(struct rv_mr_table *t)
 	kfree(t);
 }
 
-static int rv_mr_table_insert_pages(struct vm_area_struct *vma, void *area,
-				    size_t size)
-{
-	unsigned long off;
-	int ret;
-
-	if (vma_pages(vma) != size >> PAGE_SHIFT)
-		return -EINVAL;
-	/* Not inherited by fork: the child is not the table's process. */
-	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
-	for (off = 0; off < size; off += PAGE_SIZE) {
-		ret = vm_insert_page(vma, vma->vm_start + off,
-				     vmalloc_to_page(area + off));
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 /**
  * rv_mr_table_mmap - map the slots (read-only) or the holds
  * @t: the file's table
@@ -131,12 +105,12 @@ int rv_mr_table_mmap(struct rv_mr_table *t, struct vm_area_struct *vma)
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	if (vma->vm_pgoff == RV_MR_HOLDS_MMAP_OFFSET >> PAGE_SHIFT)
-		return rv_mr_table_insert_pages(vma, t->holds, t->holds_size);
+		return rv_shared_area_mmap(vma, t->holds, t->holds_size);
 	if (vma->vm_flags & VM_WRITE)
 		return -EACCES;
 	/* Nor later through mprotect(). */
 	vm_flags_clear(vma, VM_MAYWRITE);
-	return rv_mr_table_insert_pages(vma, t->slots, t->slots_size);
+	return rv_shared_area_mmap(vma, t->slots, t->slots_size);
 }
 
 /* A slot no entry has and nobody holds, or -1.  Under the cache's lock. */

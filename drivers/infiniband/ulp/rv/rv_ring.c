@@ -43,15 +43,7 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm)
 		goto out_free_ring;
 	ring->mm = mm;
 
-	/*
-	 * Zeroed and page-aligned.  The size is the caller's choice (up to
-	 * 32 MiB): a failure is an errno for it, not a warning in the log,
-	 * and over its memory cgroup's limit not a reason for the OOM
-	 * killer (__GFP_RETRY_MAYFAIL).
-	 */
-	ring->area = __vmalloc(ring->size,
-			       GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN |
-			       __GFP_RETRY_MAYFAIL);
+	ring->area = rv_shared_area_alloc(ring->size);
 	if (!ring->area) {
 		ret = -ENOMEM;
 		goto out_uncharge;
@@ -128,24 +120,49 @@ out_unlock:
 	return posted;
 }
 
-int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma)
+/*
+ * Memory the kernel shares with one process through mmap (the ring, the
+ * MR table): zeroed and page-aligned.  Its size is the caller's choice:
+ * a failure is an errno for it, not a warning in the log, and over its
+ * memory cgroup's limit not a reason for the OOM killer
+ * (__GFP_RETRY_MAYFAIL).
+ */
+void *rv_shared_area_alloc(size_t size)
+{
+	return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN |
+			 __GFP_RETRY_MAYFAIL);
+}
+
+/**
+ * rv_shared_area_mmap - map all of an rv_shared_area_alloc() area
+ * @vma: the mapping, of exactly @size bytes (else -EINVAL)
+ * @area: the area
+ * @size: its bytes, page aligned
+ *
+ * Not inherited by fork: the child is not the area's process.
+ */
+int rv_shared_area_mmap(struct vm_area_struct *vma, void *area, size_t size)
 {
 	unsigned long off;
 	int ret;
 
-	if (vma->vm_pgoff ||
-	    vma_pages(vma) != PAGE_ALIGN(ring->size) >> PAGE_SHIFT ||
-	    !(vma->vm_flags & VM_SHARED))
+	if (vma_pages(vma) != size >> PAGE_SHIFT)
 		return -EINVAL;
-	/* Not inherited by fork: the child is not the ring's process. */
 	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
-	for (off = 0; off < vma->vm_end - vma->vm_start; off += PAGE_SIZE) {
+	for (off = 0; off < size; off += PAGE_SIZE) {
 		ret = vm_insert_page(vma, vma->vm_start + off,
-				     vmalloc_to_page(ring->area + off));
+				     vmalloc_to_page(area + off));
 		if (ret)
 			return ret;
 	}
 	return 0;
+}
+
+int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma)
+{
+	if (vma->vm_pgoff || !(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	return rv_shared_area_mmap(vma, ring->area, PAGE_ALIGN(ring->size));
 }
 
 __poll_t rv_ring_poll(struct rv_ring *ring, struct file *filp,

@@ -54,6 +54,8 @@ struct rv_ring *rv_ring_alloc(u32 entries, struct mm_struct *mm);
 void rv_ring_free(struct rv_ring *ring);
 bool rv_ring_post(struct rv_ring *ring, const struct rv_event *ev);
 int rv_ring_mmap(struct rv_ring *ring, struct vm_area_struct *vma);
+void *rv_shared_area_alloc(size_t size);
+int rv_shared_area_mmap(struct vm_area_struct *vma, void *area, size_t size);
 __poll_t rv_ring_poll(struct rv_ring *ring, struct file *filp,
 		      poll_table *wait);
 
