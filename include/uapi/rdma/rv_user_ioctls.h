@@ -148,8 +148,9 @@ struct rv_attach {
  * uses @rkeys[(r >> @rkey_shift) - (@iova >> @rkey_shift)], and one RDMA
  * operation stays within one chunk.  @rkey (the key of @addr's chunk),
  * @lkey and @rkey_shift are 0 without remote access.  @table_gen is the
- * generation of the registration's MR table slot @table_slot, 0 when it
- * has none (and the reference is an ordinary one).
+ * generation of the registration's MR table slot @table_slot (even: not
+ * posted now), 0 when it has none and the reference is an ordinary one.
+ * A registration's references are all holds or all ordinary ones.
  *
  * Errors: EINVAL, EFAULT, ENOMEM, ENOSPC, EDQUOT, ENODEV, EAGAIN, EIO,
  * ETIMEDOUT, EOVERFLOW, E2BIG, EOPNOTSUPP, ENOTCONN, EPERM.
@@ -170,7 +171,7 @@ struct rv_reg_mem {
 	__u32 nr_rkeys;				/* in: room; out: keys needed */
 	__u32 rkey_shift;			/* out: log2 of a key chunk */
 	__u32 table_slot;			/* out */
-	__u32 table_gen;			/* out: odd, or 0 */
+	__u32 table_gen;			/* out: 0: no hold */
 };
 
 #define RV_IOCTL_REG_MEM _IO(RV_IOCTL_TYPE, RV_CMD_REG_MEM)

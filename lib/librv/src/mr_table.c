@@ -13,11 +13,15 @@
  * the kernel, which answers as always and tells the slot it used.
  *
  * rv_dereg_mem() drops a hold by subtracting it, again without a system
- * call; a handle this process holds through the table is found by a
- * small open-addressing map from handle to slot.
+ * call: once a registration has a slot the kernel only ever gives holds
+ * on it, so a handle found in the small open-addressing map from handle
+ * to slot is dropped there, any other with DEREG_MEM.
  *
- * One mutex guards the maps and this process's own hold counts; the
- * kernel's side is reached only through atomics on the mapping.
+ * Neither a hit nor a release takes a lock: the hints are read under a
+ * sequence count, the map with atomic loads (a miss looks again under
+ * the mutex that serialises their writers), and the kernel's side is
+ * reached only through atomics on the mapping: one atomic add per hit,
+ * one subtraction per release.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,20 +48,18 @@ static void rv_atfork_register(void)
 	pthread_atfork(NULL, NULL, rv_atfork_child);
 }
 
-/* A request seen before and the slot the kernel answered it with. */
+/*
+ * A request seen before and the slot the kernel answered it with, under
+ * a sequence count: odd while rv_mr_table_learn() rewrites it, so that a
+ * lookup, which takes no lock, never uses a torn copy.
+ */
 struct rv_mr_hint {
+	uint32_t seq;
+	uint32_t access;
 	uint64_t addr;
 	uint64_t length;
-	uint32_t access;
 	uint32_t slot;
 	uint32_t gen;			/* the slot's then: 0 when empty */
-};
-
-/* This process's view of one slot. */
-struct rv_mr_own {
-	uint32_t handle;		/* 0: none */
-	uint32_t gen;			/* the generation it was told */
-	uint32_t holds;			/* holds this process took */
 };
 
 struct rv_mr_table {
@@ -67,11 +69,14 @@ struct rv_mr_table {
 	size_t holds_len;
 	uint32_t entries;
 	unsigned int fork_generation;
+	/* Serialises the writers of @hints, @owner and @by_handle. */
 	pthread_mutex_t lock;
-	struct rv_mr_own *own;		/* @entries */
+	/* The handle whose holds each slot counts here, 0: none. */
+	uint32_t *owner;		/* @entries */
 	struct rv_mr_hint *hints;	/* @entries, by request hash */
 	uint32_t *by_handle;		/* 2 x @entries: slot + 1, or 0 */
 	uint32_t handle_mask;
+	/* Counted without a lock: exact unless threads race. */
 	uint64_t hits, misses, releases;
 };
 
@@ -85,6 +90,15 @@ static uint32_t rv_hint_index(const struct rv_mr_table *t, uint64_t addr,
 			      uint64_t length, uint32_t access)
 {
 	return rv_hash(addr ^ (length << 20) ^ access, t->entries - 1);
+}
+
+#define LOAD(p) __atomic_load_n(p, __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
+
+/* A statistic: a lost update when threads race beats a locked add. */
+static void rv_count(uint64_t *c)
+{
+	STORE(c, LOAD(c) + 1);
 }
 
 /* The table when this process may use it, NULL otherwise. */
@@ -118,10 +132,10 @@ int rv_mr_table_map_attached(struct rv *rv, uint32_t entries)
 	t->entries = entries;
 	t->fork_generation = rv_fork_generation;
 	t->handle_mask = 2 * entries - 1;
-	t->own = calloc(entries, sizeof(*t->own));
+	t->owner = calloc(entries, sizeof(*t->owner));
 	t->hints = calloc(entries, sizeof(*t->hints));
 	t->by_handle = calloc(2 * (size_t)entries, sizeof(*t->by_handle));
-	if (!t->own || !t->hints || !t->by_handle)
+	if (!t->owner || !t->hints || !t->by_handle)
 		goto out_free;
 	pthread_mutex_init(&t->lock, NULL);
 
@@ -151,7 +165,7 @@ out_destroy:
 out_free:
 	free(t->by_handle);
 	free(t->hints);
-	free(t->own);
+	free(t->owner);
 	free(t);
 	return ret;
 }
@@ -170,29 +184,36 @@ void rv_mr_table_unmap(struct rv *rv)
 	pthread_mutex_destroy(&t->lock);
 	free(t->by_handle);
 	free(t->hints);
-	free(t->own);
+	free(t->owner);
 	free(t);
 	rv->mr_table = NULL;
 }
 
-/* Slot of @handle in the map, or -1.  Caller holds t->lock. */
+/*
+ * Slot of @handle in the map, or -1.  Lock-free readers may miss an
+ * entry a writer is moving; they then look again under t->lock.
+ */
 static int rv_handle_find(const struct rv_mr_table *t, uint32_t handle)
 {
-	uint32_t i = rv_hash(handle, t->handle_mask);
+	uint32_t i = rv_hash(handle, t->handle_mask), n, v;
 
-	for (; t->by_handle[i]; i = (i + 1) & t->handle_mask)
-		if (t->own[t->by_handle[i] - 1].handle == handle)
-			return (int)t->by_handle[i] - 1;
+	for (n = 0; n <= t->handle_mask; n++, i = (i + 1) & t->handle_mask) {
+		v = LOAD(&t->by_handle[i]);
+		if (!v)
+			break;
+		if (LOAD(&t->owner[v - 1]) == handle)
+			return (int)v - 1;
+	}
 	return -1;
 }
 
 /*
  * Forget the map's entry for the handle of @slot (linear probing:
- * later entries of the run move back into the hole).
+ * later entries of the run move back into the hole).  Under t->lock.
  */
 static void rv_handle_forget(struct rv_mr_table *t, uint32_t slot)
 {
-	uint32_t i = rv_hash(t->own[slot].handle, t->handle_mask);
+	uint32_t i = rv_hash(t->owner[slot], t->handle_mask);
 	uint32_t j, home;
 
 	while (t->by_handle[i] != slot + 1) {
@@ -201,31 +222,32 @@ static void rv_handle_forget(struct rv_mr_table *t, uint32_t slot)
 		i = (i + 1) & t->handle_mask;
 	}
 	for (j = i;;) {
-		t->by_handle[i] = 0;
+		STORE(&t->by_handle[i], 0);
 		for (;;) {
 			j = (j + 1) & t->handle_mask;
 			if (!t->by_handle[j])
 				return;
-			home = rv_hash(t->own[t->by_handle[j] - 1].handle,
+			home = rv_hash(t->owner[t->by_handle[j] - 1],
 				       t->handle_mask);
 			/* Moves back unless its home is cyclically in (i, j]. */
 			if (i <= j ? (home <= i || home > j) :
 				     (home <= i && home > j))
 				break;
 		}
-		t->by_handle[i] = t->by_handle[j];
+		STORE(&t->by_handle[i], t->by_handle[j]);
 		i = j;
 	}
 }
 
+/* Under t->lock; @slot's owner is set. */
 static void rv_handle_add(struct rv_mr_table *t, uint32_t slot)
 {
-	uint32_t i = rv_hash(t->own[slot].handle, t->handle_mask);
+	uint32_t i = rv_hash(t->owner[slot], t->handle_mask);
 
 	/* At most @entries of 2 x @entries are used: there is a hole. */
 	while (t->by_handle[i])
 		i = (i + 1) & t->handle_mask;
-	t->by_handle[i] = slot + 1;
+	STORE(&t->by_handle[i], slot + 1);
 }
 
 /*
@@ -282,53 +304,45 @@ int rv_mr_table_lookup(struct rv *rv, uint64_t addr, uint64_t length,
 	struct rv_mr_table *t = rv_table(rv);
 	const struct rv_mr_slot *s;
 	struct rv_mr_hint *h;
-	struct rv_mr_own *own;
-	int handle = 0;
-	uint32_t gen;
+	uint32_t seq, slot, gen;
+	bool same;
 
 	if (!t)
 		return 0;
 	/* As the kernel sees it: remote write implies local write. */
 	if (access & RV_ACCESS_REMOTE_WRITE)
 		access |= RV_ACCESS_LOCAL_WRITE;
-	pthread_mutex_lock(&t->lock);
 	h = &t->hints[rv_hint_index(t, addr, length, access)];
-	if (!h->gen || h->addr != addr || h->length != length ||
-	    h->access != access)
+	seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+	same = LOAD(&h->addr) == addr && LOAD(&h->length) == length &&
+	       LOAD(&h->access) == access;
+	slot = LOAD(&h->slot);
+	gen = LOAD(&h->gen);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if ((seq & 1) || !same || !gen ||
+	    LOAD(&h->seq) != seq || slot >= t->entries)
 		goto out_miss;
-	own = &t->own[h->slot];
-	s = &t->slots[h->slot];
-	gen = h->gen;
+	s = &t->slots[slot];
 	/* The very registration that answered this request before. */
-	if (own->gen != gen ||
-	    __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != gen)
-		goto out_stale;
+	if (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != gen)
+		goto out_miss;
 	/*
 	 * The kernel makes the generation even, then reads the count; we
 	 * add to the count, then read the generation: with a full barrier
 	 * on each side, one of us sees the other.
 	 */
-	__atomic_fetch_add(&t->holds[h->slot], 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != gen) {
-		__atomic_fetch_sub(&t->holds[h->slot], 1, __ATOMIC_RELEASE);
-		goto out_stale;
-	}
-	if (!rv_mr_table_answer(s, h->slot, addr, length, access, out, rkeys,
+	__atomic_fetch_add(&t->holds[slot], 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != gen ||
+	    !rv_mr_table_answer(s, slot, addr, length, access, out, rkeys,
 				nr_rkeys)) {
-		__atomic_fetch_sub(&t->holds[h->slot], 1, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&t->holds[slot], 1, __ATOMIC_RELEASE);
 		goto out_miss;
 	}
-	own->holds++;
-	handle = (int)s->handle;
-	t->hits++;
-	pthread_mutex_unlock(&t->lock);
-	return handle;
+	rv_count(&t->hits);
+	return (int)s->handle;
 
-out_stale:
-	memset(h, 0, sizeof(*h));
 out_miss:
-	t->misses++;
-	pthread_mutex_unlock(&t->lock);
+	rv_count(&t->misses);
 	return 0;
 }
 
@@ -336,55 +350,73 @@ void rv_mr_table_learn(struct rv *rv, const struct rv_reg_mem *cmd,
 		       unsigned int access)
 {
 	struct rv_mr_table *t = rv_table(rv);
-	struct rv_mr_own *own;
 	struct rv_mr_hint *h;
+	uint32_t slot;
 
 	if (!t || !cmd->table_gen || cmd->table_slot >= t->entries)
 		return;
 	if (access & RV_ACCESS_REMOTE_WRITE)
 		access |= RV_ACCESS_LOCAL_WRITE;
+	slot = cmd->table_slot;
 	pthread_mutex_lock(&t->lock);
-	own = &t->own[cmd->table_slot];
 	/*
 	 * A slot goes to another registration only once nobody holds it;
-	 * the same registration (handles are not reused) posted again, after
-	 * the kernel checked it, keeps the holds this process has.
+	 * the same registration (handles are not reused) keeps its entry.
 	 */
-	if (own->handle != cmd->handle) {
-		if (own->handle)
-			rv_handle_forget(t, cmd->table_slot);
-		own->handle = cmd->handle;
-		own->holds = 0;
-		rv_handle_add(t, cmd->table_slot);
+	if (t->owner[slot] != cmd->handle) {
+		if (t->owner[slot])
+			rv_handle_forget(t, slot);
+		STORE(&t->owner[slot], cmd->handle);
+		rv_handle_add(t, slot);
 	}
-	own->gen = cmd->table_gen;
-	own->holds++;
-	h = &t->hints[rv_hint_index(t, cmd->addr, cmd->length, access)];
-	h->addr = cmd->addr;
-	h->length = cmd->length;
-	h->access = access;
-	h->slot = cmd->table_slot;
-	h->gen = cmd->table_gen;
+	/* Even: held, but not posted now; nothing to find it by. */
+	if (cmd->table_gen & 1) {
+		h = &t->hints[rv_hint_index(t, cmd->addr, cmd->length,
+					    access)];
+		STORE(&h->seq, h->seq + 1);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		STORE(&h->addr, cmd->addr);
+		STORE(&h->length, cmd->length);
+		STORE(&h->access, access);
+		STORE(&h->slot, slot);
+		STORE(&h->gen, cmd->table_gen);
+		__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 
 int rv_mr_table_release(struct rv *rv, unsigned int handle)
 {
 	struct rv_mr_table *t = rv_table(rv);
-	int slot, refs = -ENOENT;
+	uint32_t old;
+	int slot;
 
 	if (!t || !handle)
 		return -ENOENT;
-	pthread_mutex_lock(&t->lock);
 	slot = rv_handle_find(t, handle);
-	if (slot >= 0 && t->own[slot].holds) {
-		refs = (int)--t->own[slot].holds;
-		/* Our use of the registration ends before the hold does. */
-		__atomic_fetch_sub(&t->holds[slot], 1, __ATOMIC_RELEASE);
-		t->releases++;
+	if (slot < 0) {
+		/* Maybe moved by a writer as we looked: look again, locked. */
+		pthread_mutex_lock(&t->lock);
+		slot = rv_handle_find(t, handle);
+		pthread_mutex_unlock(&t->lock);
+		if (slot < 0)
+			return -ENOENT;
 	}
-	pthread_mutex_unlock(&t->lock);
-	return refs;
+	/*
+	 * A registration's references are all holds once it has a slot
+	 * (the kernel never mixes them).  Our use of it ends before the
+	 * hold does; a count at 0 is a release too many (DEREG_MEM's
+	 * EINVAL), not a reason to wrap it.
+	 */
+	old = LOAD(&t->holds[slot]);
+	do {
+		if (!old)
+			return -EINVAL;
+	} while (!__atomic_compare_exchange_n(&t->holds[slot], &old, old - 1,
+					      false, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+	rv_count(&t->releases);
+	return (int)((old - 1) & INT32_MAX);
 }
 
 int rv_mr_table_stats(struct rv *rv, struct rv_mr_table_stats *st)
@@ -398,16 +430,14 @@ int rv_mr_table_stats(struct rv *rv, struct rv_mr_table_stats *st)
 	t = rv_table(rv);
 	if (!t)
 		return 0;
-	pthread_mutex_lock(&t->lock);
 	st->entries = t->entries;
-	st->hits = t->hits;
-	st->misses = t->misses;
-	st->releases = t->releases;
+	st->hits = LOAD(&t->hits);
+	st->misses = LOAD(&t->misses);
+	st->releases = LOAD(&t->releases);
 	for (i = 0; i < t->entries; i++) {
 		if (__atomic_load_n(&t->slots[i].gen, __ATOMIC_RELAXED) & 1)
 			st->live++;
-		st->held += t->own[i].holds;
+		st->held += __atomic_load_n(&t->holds[i], __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&t->lock);
 	return 0;
 }

@@ -1447,27 +1447,32 @@ static int rv_mr_give_keys(const struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 
 /*
  * Turn the caller's reference on @e into a hold of its MR table slot,
- * posting it there first if it is not yet (a registration of more keys
- * than a slot has, or a full table, keeps the reference).  Returns
- * whether it did, with @cmd's table fields set.
+ * posting it there first if it is not yet.  A registration that never got
+ * a slot (more keys than a slot has, or a full table) keeps ordinary
+ * references for good, and one that has a slot only ever gets holds,
+ * posted or not (suspect, or STALE since the lookup): user space tells
+ * the two kinds apart by handle.  Returns whether it took a hold, with
+ * @cmd's table fields set (@table_gen even when not posted).
  */
 static bool rv_mr_hold_in_table(struct rv_mr_cache *cache,
 				struct rv_mr_entry *e, struct rv_reg_mem *cmd)
 {
+	struct rv_mr_table *t = cache->table;
 	bool held = false;
 
+	if (!t)
+		return false;
 	spin_lock_bh(&cache->lock);
-	/*
-	 * Not STALE, nor suspect: a notifier may have run since the lookup
-	 * (the table's next user then asks the kernel again).
-	 */
-	if (e->state == RV_MR_CACHED && !e->suspect &&
-	    rv_mr_table_post(cache->table, e)) {
-		rv_mr_table_hold(cache->table, e);
-		/* Still used by the caller: CACHED, so nothing is freed. */
+	if (e->state == RV_MR_CACHED && !e->suspect && !e->no_table &&
+	    !rv_mr_table_post(t, e))
+		e->no_table = true;
+	if (e->has_slot) {
+		rv_mr_table_hold(t, e);
+		/* Held now: not freed, whatever its state. */
 		rv_mr_put_user(cache, e, NULL);
 		cmd->table_slot = e->slot;
-		cmd->table_gen = e->slot_gen;
+		/* Never 0: the slot was posted once. */
+		cmd->table_gen = e->slot_gen ?: READ_ONCE(t->slots[e->slot].gen);
 		held = true;
 	}
 	spin_unlock_bh(&cache->lock);

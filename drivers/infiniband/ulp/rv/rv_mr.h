@@ -98,6 +98,8 @@ enum rv_mr_state {
  * @slot: see @has_slot
  * @slot_gen: the slot's generation while the entry is in the table (odd),
  *	else 0
+ * @no_table: never to have a slot: REG_MEM gave it ordinary references
+ *	when it could not post it
  * @dma: DMA address of each page of @pages, from the page holding
  *	@it.start
  *
@@ -129,6 +131,7 @@ struct rv_mr_entry {
 	u32 io_refs;
 	bool suspect;
 	bool has_slot;
+	bool no_table;
 	u32 slot;
 	u32 slot_gen;
 	dma_addr_t dma[];

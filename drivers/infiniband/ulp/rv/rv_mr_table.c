@@ -142,7 +142,7 @@ bool rv_mr_table_post(struct rv_mr_table *t, struct rv_mr_entry *e)
 	u32 i, gen;
 	int slot;
 
-	if (!t || e->nr_frmrs > RV_MR_SLOT_KEYS || e->slot_gen)
+	if (!t || e->nr_frmrs > RV_MR_SLOT_KEYS || e->slot_gen || e->no_table)
 		return !!e->slot_gen;
 	/* An entry that lost its keys to device removal is not CACHED. */
 	if (!e->has_slot) {
