@@ -275,25 +275,25 @@ static bool rv_mr_table_answer(const struct rv_mr_slot *s, uint32_t slot,
 	}
 	if (!out)
 		return true;
-	memset(out, 0, sizeof(*out));
-	out->size = sizeof(*out);
-	out->flags = RV_REG_MEM_F_TABLE_HOLD;
-	out->addr = addr;
-	out->length = length;
-	out->access = access;
-	out->handle = s->handle;
-	out->iova = addr;
-	out->region_addr = s->addr;
-	out->region_length = s->length;
-	out->rkeys = (uintptr_t)rkeys;
-	out->nr_rkeys = nr_keys;
-	out->table_slot = slot;
-	out->table_gen = s->gen;
-	if (nr_keys) {
-		out->lkey = s->lkeys[first];
-		out->rkey = s->rkeys[first];
-		out->rkey_shift = s->rkey_shift;
-	}
+	/* Every field, as REG_MEM writes them (no memset: this is hot). */
+	*out = (struct rv_reg_mem){
+		.size = sizeof(*out),
+		.flags = RV_REG_MEM_F_TABLE_HOLD,
+		.addr = addr,
+		.length = length,
+		.access = access,
+		.handle = s->handle,
+		.lkey = nr_keys ? s->lkeys[first] : 0,
+		.rkey = nr_keys ? s->rkeys[first] : 0,
+		.iova = addr,
+		.region_addr = s->addr,
+		.region_length = s->length,
+		.rkeys = (uintptr_t)rkeys,
+		.nr_rkeys = nr_keys,
+		.rkey_shift = nr_keys ? s->rkey_shift : 0,
+		.table_slot = slot,
+		.table_gen = s->gen,
+	};
 	return true;
 }
 
