@@ -70,7 +70,7 @@ DEBIAN_PACKAGES := \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
 	man-db util-linux gnuplot-nox \
-	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
+	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev liburing-dev \
 	openssh-server openssh-client autoconf automake libtool \
 	slurm-wlm munge libpmix-dev libslurm-dev
 
