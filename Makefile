@@ -195,7 +195,7 @@ endif
 # subset is what touches the kernel differently: the provider (fabric,
 # fabtests) only adds user space over the same uAPI, which demo covers.
 SECOND_KERNEL := 6.12
-SECOND_GROUPS := uapi mr ring conn-pair write-pair fuzz demo forge
+SECOND_GROUPS := uapi mr ring conn-pair write-pair uring fuzz demo forge
 ifeq ($(KERNEL)$(GROUPS),$(DEFAULT_KERNEL))
 SECOND_KVER := $(call kver,$(SECOND_KERNEL))
 endif
