@@ -82,8 +82,8 @@ int rv_file_lock_dev(struct rv_file *rf, bool need_device)
  * rv_file_lock_dev() for callers that must not sleep on rf->lock (an
  * io_uring issue with IO_URING_F_NONBLOCK: REG_MEM may hold the lock for
  * as long as user space takes to serve a page fault).  -EAGAIN, and
- * nothing held, while another command has it; the other errors are
- * rv_file_lock_dev()'s, which never returns -EAGAIN.
+ * nothing held, while another command has it; otherwise
+ * rv_file_lock_dev()'s answer.
  */
 int rv_file_trylock_dev(struct rv_file *rf, bool need_device)
 {

@@ -50,23 +50,27 @@ static int rv_uring_post_write(struct rv_file *rf,
 
 	/*
 	 * A non-blocking issue (inline submission, the SQPOLL thread) must
-	 * not sleep on rf->lock: -EAGAIN has io_uring run the command again
-	 * from an io-wq worker, which may.
+	 * not sleep on rf->lock, which REG_MEM may hold for as long as user
+	 * space takes to serve a page fault.  Contended, the post fails with
+	 * EAGAIN as a full send queue makes it fail: user space posts again.
+	 * Not -EAGAIN to io_uring, which would issue the command again from
+	 * an io-wq worker: 6.12 (up to at least 6.12.117) copies the SQE
+	 * for that but leaves the command reading the SQ ring's slot, which
+	 * user space may have filled with another write by then.
 	 */
 	if (issue_flags & IO_URING_F_NONBLOCK)
 		ret = rv_file_trylock_dev(rf, true);
 	else
 		ret = rv_file_lock_dev(rf, true);
-	if (ret)
-		return ret;
-	ret = rv_write_post_one(rf, &cmd.write);
-	rv_file_unlock_dev(rf);
+	if (!ret) {
+		ret = rv_write_post_one(rf, &cmd.write);
+		rv_file_unlock_dev(rf);
+	}
 
 	/*
-	 * The post's EAGAIN (no credit, connecting) is an answer for user
-	 * space, not a request to be issued again: returned as is, io_uring
-	 * would take it for the latter.  Complete the command with it
-	 * here instead.
+	 * EAGAIN is an answer for user space, not a request to be issued
+	 * again: returned as is, io_uring would take it for the latter.
+	 * Complete the command with it here instead.
 	 */
 	if (ret == -EAGAIN) {
 		io_uring_cmd_done(ioucmd, ret, 0, issue_flags);
@@ -80,9 +84,9 @@ static int rv_uring_post_write(struct rv_file *rf,
  * @ioucmd: the command
  * @issue_flags: io_uring's IO_URING_F_* for this issue
  *
- * Return: the CQE's res (0 or -errno), -EAGAIN to be issued again from a
- * context that may block, or -EIOCBQUEUED once completed with
- * io_uring_cmd_done().
+ * Return: the CQE's res (0 or -errno), or -EIOCBQUEUED once completed
+ * with io_uring_cmd_done().  Never -EAGAIN: the command is never issued
+ * again, so it holds no state after this call.
  */
 int rv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {

@@ -39,7 +39,8 @@
 
 #include "rv_test_util.h"
 
-#define PHASES		4	/* ioctl, uring, uring+SQPOLL, fallback */
+/* ioctl, uring, uring+SQPOLL, fallback, uring+SQPOLL beyond the credits */
+#define PHASES		5
 #define PH_HOSTILE	15	/* the tag of writes that must never land */
 #define CHUNK		4096
 #define CHUNKS		64	/* a phase's region: 256 KiB */
@@ -51,7 +52,7 @@
 #define WARMUP		256	/* writes before the system calls count */
 
 static const char *const phase_name[PHASES] = {
-	"ioctl", "uring", "sqpoll", "fallback"
+	"ioctl", "uring", "sqpoll", "fallback", "eagain"
 };
 
 static const char *dir, *key;
@@ -458,15 +459,16 @@ struct stream {
 	uint32_t reposts;	/* EAGAIN answers, posted again */
 	uint32_t queued;	/* in SQEs not yet submitted */
 	uint32_t submits;	/* rv_uring_submit() calls */
+	uint32_t window;	/* writes in flight at most */
 	uint32_t nretry;	/* refused sequence numbers to post again */
-	uint32_t retry[WINDOW];
+	uint32_t *retry;
 	uint8_t *ended;
 };
 
 /* Reap SEND events and failed posts; no system call. */
 static bool reap(struct stream *st)
 {
-	struct rv_uring_error errs[WINDOW];
+	struct rv_uring_error errs[64];
 	struct rv_event ev[64];
 	int n, i;
 
@@ -489,7 +491,7 @@ static bool reap(struct stream *st)
 	}
 	if (!st->u)
 		return true;
-	n = rv_uring_reap(st->u, errs, WINDOW);
+	n = rv_uring_reap(st->u, errs, 64);
 	for (i = 0; i < n; i++) {
 		if (errs[i].error != EAGAIN) {
 			rv_check(false, "uring-post", "wr_id %llx: %s",
@@ -526,7 +528,7 @@ static bool pump(struct stream *st, uint32_t until, unsigned int *clocks)
 	int ret;
 
 	while (st->done < until) {
-		while (st->inflight < WINDOW &&
+		while (st->inflight < st->window &&
 		       (st->nretry || st->next < until)) {
 			seq = st->nretry ? st->retry[st->nretry - 1] : st->next;
 			make_write(&w, st->phase, seq);
@@ -574,7 +576,7 @@ static bool pump(struct stream *st, uint32_t until, unsigned int *clocks)
 /* A phase: WARMUP writes, then the rest with their system calls counted. */
 static void run_phase(int p, unsigned int uring_flags, bool use_uring)
 {
-	struct stream st = { .phase = p };
+	struct stream st = { .phase = p, .window = WINDOW };
 	struct rv_share s = share();
 	unsigned int clocks = 0;
 	long long sys;
@@ -583,6 +585,10 @@ static void run_phase(int p, unsigned int uring_flags, bool use_uring)
 	int ret;
 
 	st.ended = calloc(nwrites, 1);
+	st.retry = calloc(nwrites, sizeof(*st.retry));
+	/* All at once: more than the connection's credits, EAGAIN answers. */
+	if (p == 4)
+		st.window = nwrites;
 	if (use_uring) {
 		ret = rv_uring_open(rv, 256, uring_flags, &st.u);
 		snprintf(name, sizeof(name), "%s-open", phase_name[p]);
@@ -611,7 +617,11 @@ static void run_phase(int p, unsigned int uring_flags, bool use_uring)
 		 "%u events for %u writes (%u reposts), %u failed", st.done,
 		 nwrites, st.reposts, st.failed);
 	snprintf(name, sizeof(name), "%s-syscalls", phase_name[p]);
-	if (!use_uring)	/* the measurement sees the ioctls */
+	if (p == 4)
+		rv_check(st.reposts > 0, "eagain-reposts",
+			 "no post refused with %u writes in flight at once",
+			 nwrites);
+	else if (!use_uring)	/* the measurement sees the ioctls */
 		rv_check(per >= 0.99 && per <= 1.1, name,
 			 "%.3f system calls per ioctl write", per);
 	else if (!(uring_flags & RV_URING_SQPOLL))
@@ -625,6 +635,7 @@ out:
 	snprintf(text, sizeof(text), "%u\n", st.done);
 	rv_share_publish(&s, name, text);
 	rv_uring_close(st.u);
+	free(st.retry);
 	free(st.ended);
 }
 
@@ -731,6 +742,8 @@ static int sender(void)
 	run_phase(0, 0, false);
 	run_phase(1, 0, true);
 	run_phase(2, RV_URING_SQPOLL, true);
+	/* EAGAIN completed by the command, not retried by io_uring. */
+	run_phase(4, RV_URING_SQPOLL, true);
 	disabled();
 	/* The target takes the last events before the connection goes. */
 	rv_share_fetch(&s, "target-done", text, sizeof(text));
