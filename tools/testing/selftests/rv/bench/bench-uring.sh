@@ -9,7 +9,7 @@
 # Usage: bench-uring.sh [rv-vm options...]      (on the host; make all first)
 #
 # Boots 2 nodes with 2 vCPUs and runs vm/uring.sh (rv_uring_test) with
-# BENCH_URING_WRITES writes per way (default 20000) of 4 KiB, at most 48
+# BENCH_URING_WRITES writes per way (default 10000) of 4 KiB, at most 48
 # in flight.  The sender counts its own system calls with a perf counter
 # on raw_syscalls:sys_enter (perf_event_open of its thread), enabled after
 # 256 writes of warm-up, so the figures are the steady state's; clock
@@ -23,7 +23,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../../../../.." && pwd)
-writes=${BENCH_URING_WRITES:-20000}
+writes=${BENCH_URING_WRITES:-10000}
 if [[ ! -x $here/../rv_uring_test ]]; then
 	echo "bench-uring.sh: $here/../rv_uring_test not built (make all)" >&2
 	exit 1
