@@ -54,7 +54,7 @@ library() {
 	   $(readlink "$l/librv.so") == librv.so.1 ]] || { echo "bad links"; return 1; }
 	readelf -d "$l/librv.so.$version_want" | grep -q 'Library soname: \[librv.so.1\]' ||
 		{ echo "soname"; return 1; }
-	# Versioned exports: the 1.0 to 1.4 nodes.  Read whole first:
+	# Versioned exports: the 1.0 to 1.5 nodes.  Read whole first:
 	# "objdump | grep -q" fails under pipefail when grep stops early.
 	local syms
 	syms=$(objdump -T "$l/librv.so.$version_want") || return 1
@@ -62,7 +62,8 @@ library() {
 		grep -q 'LIBRV_1.1 *rv_post_write$' <<<"$syms" &&
 		grep -q 'LIBRV_1.2 *rv_ipv4_gid$' <<<"$syms" &&
 		grep -q 'LIBRV_1.3 *rv_reg_mem_keys$' <<<"$syms" &&
-		grep -q 'LIBRV_1.4 *rv_dump_open$' <<<"$syms"
+		grep -q 'LIBRV_1.4 *rv_dump_open$' <<<"$syms" &&
+		grep -q 'LIBRV_1.5 *rv_uring_open$' <<<"$syms"
 }
 
 # pkg-config sees only the stage: PKG_CONFIG_LIBDIR replaces the default
