@@ -15,7 +15,10 @@
  *   fail with its errno and post nothing.  Then it streams N writes with
  *   the ioctl, through io_uring without SQPOLL (one submit per batch) and
  *   with SQPOLL, counting its own system calls in the steady state with a
- *   perf counter on raw_syscalls:sys_enter; finally io_uring is disabled
+ *   perf counter on raw_syscalls:sys_enter; then 64 KiB writes through
+ *   SQPOLL with no bound on those in flight, whose posts beyond the
+ *   connection's credits come back EAGAIN in CQEs and are posted again;
+ *   finally io_uring is disabled
  *   (kernel.io_uring_disabled where it exists, then a seccomp filter on
  *   io_uring_setup): rv_uring_open() must say EOPNOTSUPP and the ioctl
  *   path still carry a verified stream.

@@ -10,7 +10,8 @@
 # its system calls per write, then disables io_uring (sysctl where it
 # exists, seccomp) and checks the fallback to the ioctls.
 #
-# RV_URING_WRITES (default 3000) writes per phase.  rv_uring_test's checks
+# RV_URING_WRITES (default 3000) writes per phase (the eagain phase: 64 KiB
+# writes, all at once, EAGAIN answers posted again).  rv_uring_test's checks
 # become this script's results, plus one for its exit status.
 
 set -uo pipefail
