@@ -309,14 +309,19 @@ static void make_write(struct rv_write *w, int p, uint32_t seq)
 {
 	uint64_t len = p == 4 ? 16 * CHUNK : CHUNK;
 	uint64_t off = (seq % (REGION / len)) * len;
+	/*
+	 * A hostile command carries a write that would post (region 0):
+	 * only the check under test may stop it.
+	 */
+	uint64_t region = p == PH_HOSTILE ? 0 : (uint64_t)p * REGION;
 
 	memset(w, 0, sizeof(*w));
 	w->wr_id = ((uint64_t)p << 32) | seq;
-	w->local_addr = (uintptr_t)(src + p * REGION + off);
+	w->local_addr = (uintptr_t)(src + region + off);
 	w->length = len;
 	w->conn_handle = conn_handle;
 	w->mr_handle = src_mr;
-	w->remote_addr = tgt.iova + p * REGION + off;
+	w->remote_addr = tgt.iova + region + off;
 	w->rkey = tgt.rkey;
 	w->imm = rv_imm(SLOT_BITS, (uint32_t)tgt.slot, user_bits(p, seq));
 }
@@ -349,7 +354,8 @@ static int raw_cmd(struct io_uring *ring, int fd, uint32_t op,
 /*
  * The child of the another-process case: makes its own SQE128 ring,
  * receives the parent's attached file over @sock and posts a valid write
- * on it.  Exits with the CQE's -res.
+ * on it.  Exits with the CQE's -res, 253 if it was not negative, 250-252
+ * if the child could not try.
  */
 static void hostile_child(int sock, const struct rv_uring_post_write *cmd)
 {
@@ -405,7 +411,8 @@ static int other_process(const struct rv_uring_post_write *cmd)
 	close(sv[0]);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -ECHILD;
-	return -WEXITSTATUS(status);
+	/* 253: the child's command succeeded (posted). */
+	return WEXITSTATUS(status) == 253 ? 0 : -WEXITSTATUS(status);
 }
 
 /* The hostile commands: each its errno, none posts anything. */
