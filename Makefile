@@ -70,7 +70,7 @@ DEBIAN_PACKAGES := \
 	rdma-core ibverbs-utils rdmacm-utils perftest iputils-ping groff-base \
 	librdmacm-dev libibverbs-dev trace-cmd libssl-dev \
 	man-db util-linux gnuplot-nox \
-	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev \
+	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev liburing-dev \
 	openssh-server openssh-client autoconf automake libtool \
 	slurm-wlm munge libpmix-dev libslurm-dev
 
@@ -81,7 +81,7 @@ KBUILD_ARGS := -C $(KDIR) M=$(RV_OBJ_DIR) CONFIG_INFINIBAND_RV=m \
 	examples check lint lint-w1 lint-sparse checkpatch clean debug-kernel fabtests \
 	debug-module $(addprefix lint-kernel-,$(OTHER_KERNELS)) \
 	check-debug install uninstall install-dkms check-man rvstat spank-rv librv-fi \
-	bench-write lockstat-write
+	bench-write bench-uring lockstat-write
 
 # The VMs' initramfs is built (and cached per kernel) by rv-vm on first use.
 all: module librv selftests examples rvstat spank-rv librv-fi
@@ -195,7 +195,7 @@ endif
 # subset is what touches the kernel differently: the provider (fabric,
 # fabtests) only adds user space over the same uAPI, which demo covers.
 SECOND_KERNEL := 6.12
-SECOND_GROUPS := uapi mr mr-table ring conn-pair write-pair fuzz demo forge
+SECOND_GROUPS := uapi mr mr-table ring conn-pair write-pair uring fuzz demo forge
 ifeq ($(KERNEL)$(GROUPS),$(DEFAULT_KERNEL))
 SECOND_KVER := $(call kver,$(SECOND_KERNEL))
 endif
@@ -220,6 +220,12 @@ BENCH_ARGS ?=
 bench-write: all
 	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
 	$(SELFTESTS)/bench/bench-write.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
+
+# System calls per write: ioctl, io_uring, io_uring with SQPOLL
+# (bench/bench-uring.sh; BENCH_URING_WRITES per way).  Not a test.
+bench-uring: all
+	@test -r $(KERNEL_IMAGE) || { echo "no kernel image $(KERNEL_IMAGE): run make setup" >&2; exit 1; }
+	$(SELFTESTS)/bench/bench-uring.sh --kernel $(KERNEL_IMAGE) --rv-ko $(RV_KO) $(BENCH_ARGS)
 
 # Lock statistics of the post path (Documentation/rv/performance.rst): two VMs of
 # the debug kernel (CONFIG_LOCK_STAT) booted as check-debug boots them, P

@@ -669,4 +669,33 @@ struct rv_launcher_job {
 
 #define RV_IOCTL_LAUNCHER_JOB _IO(RV_IOCTL_TYPE, RV_CMD_LAUNCHER_JOB)
 
+/*
+ * io_uring commands (IORING_OP_URING_CMD on an fd of /dev/rv): the ring
+ * must be created with IORING_SETUP_SQE128, the command's struct sits in
+ * the SQE's 80-byte cmd area and sqe->cmd_op names it.  The CQE's res is
+ * 0 or a negative errno; sqe->user_data comes back in the CQE.  Not on an
+ * IORING_SETUP_IOPOLL ring.  rv(7), "io_uring commands".
+ *
+ * Errors of every command (CQE res): EOPNOTSUPP (unknown cmd_op, or an rv
+ * without io_uring commands), EINVAL (a ring without SQE128, nonzero
+ * @flags or @rsvd), ENOTCONN, EPERM (not the attaching process: the
+ * SQPOLL thread of a ring the attaching process created is that process;
+ * a ring of another process is not).
+ */
+
+/*
+ * struct rv_uring_post_write - post one write, as RV_IOCTL_POST_WRITE
+ * does: 0 once posted, its end an RV_EVENT_SEND in the event ring.
+ * Errors: POST_WRITE's.
+ */
+struct rv_uring_post_write {
+	__u32 flags;				/* 0 */
+	__u32 rsvd;				/* 0 */
+	struct rv_write write;			/* in */
+};
+
+/* sqe->cmd_op: the number carries the struct's size (56). */
+#define RV_URING_CMD_POST_WRITE \
+	_IOW(RV_IOCTL_TYPE, 0x80, struct rv_uring_post_write)
+
 #endif /* _UAPI_RDMA_RV_USER_IOCTLS_H */

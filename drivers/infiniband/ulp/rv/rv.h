@@ -413,6 +413,7 @@ struct rv_ucmd {
 int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
 		    size_t cmd_len);
 int rv_file_lock_dev(struct rv_file *rf, bool need_device);
+int rv_file_trylock_dev(struct rv_file *rf, bool need_device);
 void rv_file_unlock_dev(struct rv_file *rf);
 
 /* rv_device_enter()'s answer when the device is gone (removal done). */

@@ -32,4 +32,26 @@ static inline void vm_flags_clear(struct vm_area_struct *vma,
 }
 #endif
 
+/*
+ * A driver's io_uring command API: 6.7 moved it to <linux/io_uring/cmd.h>,
+ * and 6.6 replaced struct io_uring_cmd's pointer to the command's bytes
+ * (@cmd) with one to the whole SQE (@sqe, read through
+ * io_uring_sqe_cmd()).  Either way the bytes may be the SQ ring user
+ * space still writes to: rv_uring.c copies them once.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 7, 0)
+#include <linux/io_uring.h>
+#else
+#include <linux/io_uring/cmd.h>
+#endif
+
+static inline const void *rv_uring_cmd_bytes(const struct io_uring_cmd *ioucmd)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 6, 0)
+	return ioucmd->cmd;
+#else
+	return io_uring_sqe_cmd(ioucmd->sqe);
+#endif
+}
+
 #endif /* RV_COMPAT_H */

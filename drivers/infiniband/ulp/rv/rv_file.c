@@ -34,23 +34,14 @@ int rv_ucmd_respond(const struct rv_ucmd *ucmd, const void *cmd,
 	return 0;
 }
 
-/**
- * rv_file_lock_dev - begin a command that uses the file's job and device
- * @rf: the file
- * @need_device: fail with -ENODEV once the device is removed (commands
- *	that create device objects or post work); dropping references still
- *	works after removal
- *
- * Takes rf->lock, checks the caller owns the attached file, and enters
- * the device's read section (rv_device_enter()) so the PD, MRs and QPs
- * stay put; @rf->dev_idx says which.  On success the caller ends with
- * rv_file_unlock_dev().
+/*
+ * The part of rv_file_lock_dev() after rf->lock is taken; on error it is
+ * released.
  */
-int rv_file_lock_dev(struct rv_file *rf, bool need_device)
+static int rv_file_enter_dev(struct rv_file *rf, bool need_device)
 {
 	int ret;
 
-	mutex_lock(&rf->lock);
 	ret = rv_file_check_owner(rf);
 	if (ret)
 		goto out_unlock;
@@ -67,6 +58,38 @@ int rv_file_lock_dev(struct rv_file *rf, bool need_device)
 out_unlock:
 	mutex_unlock(&rf->lock);
 	return ret;
+}
+
+/**
+ * rv_file_lock_dev - begin a command that uses the file's job and device
+ * @rf: the file
+ * @need_device: fail with -ENODEV once the device is removed (commands
+ *	that create device objects or post work); dropping references still
+ *	works after removal
+ *
+ * Takes rf->lock, checks the caller owns the attached file, and enters
+ * the device's read section (rv_device_enter()) so the PD, MRs and QPs
+ * stay put; @rf->dev_idx says which.  On success the caller ends with
+ * rv_file_unlock_dev().
+ */
+int rv_file_lock_dev(struct rv_file *rf, bool need_device)
+{
+	mutex_lock(&rf->lock);
+	return rv_file_enter_dev(rf, need_device);
+}
+
+/*
+ * rv_file_lock_dev() for callers that must not sleep on rf->lock (an
+ * io_uring issue with IO_URING_F_NONBLOCK: REG_MEM may hold the lock for
+ * as long as user space takes to serve a page fault).  -EAGAIN, and
+ * nothing held, while another command has it; otherwise
+ * rv_file_lock_dev()'s answer.
+ */
+int rv_file_trylock_dev(struct rv_file *rf, bool need_device)
+{
+	if (!mutex_trylock(&rf->lock))
+		return -EAGAIN;
+	return rv_file_enter_dev(rf, need_device);
 }
 
 void rv_file_unlock_dev(struct rv_file *rf)
@@ -580,4 +603,5 @@ const struct file_operations rv_fops = {
 	.mmap = rv_mmap,
 	.poll = rv_poll,
 	.compat_ioctl = compat_ptr_ioctl,
+	.uring_cmd = rv_uring_cmd,
 };

@@ -769,11 +769,34 @@ static u32 rv_write_post_batch(struct rv_file *rf, const struct rv_write *w,
 	return done;
 }
 
+/**
+ * rv_write_post_one - post one write already copied into the kernel
+ * @rf: the file, held by rv_file_lock_dev() or rv_file_trylock_dev()
+ *	(owner checked, in the device's read section)
+ * @w: the write, in kernel memory: user space can no longer change it
+ *	between its checks and its use
+ *
+ * The one path of POST_WRITE and of the io_uring command
+ * RV_URING_CMD_POST_WRITE (rv_uring.c).  Sleeps on nothing: it takes
+ * spinlocks only, so it may run from an io_uring issue that must not
+ * block.
+ *
+ * Return: 0 once posted (its end comes as an RV_EVENT_SEND in the ring),
+ * or POST_WRITE's errno.
+ */
+int rv_write_post_one(struct rv_file *rf, const struct rv_write *w)
+{
+	struct rv_write_prep p;
+	int ret;
+
+	rv_write_post_batch(rf, w, &p, 1, &ret);
+	return ret;
+}
+
 int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg)
 {
 	struct rv_post_write *cmd = arg;
-	struct rv_write_prep p;
 	int ret;
 
 	if (cmd->flags)
@@ -781,7 +804,7 @@ int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 	ret = rv_file_lock_dev(rf, true);
 	if (ret)
 		return ret;
-	rv_write_post_batch(rf, &cmd->write, &p, 1, &ret);
+	ret = rv_write_post_one(rf, &cmd->write);
 	rv_file_unlock_dev(rf);
 	return ret;
 }

@@ -14,6 +14,7 @@ struct rv_conn_qp;
 struct rv_file;
 struct rv_ibqp;
 struct rv_ucmd;
+struct rv_write;
 
 /* How an arrived write with immediate was routed (trace_rv_recv()). */
 enum rv_recv_result {
@@ -58,10 +59,15 @@ int rv_write_ibqp_init(struct rv_ibqp *iq);
 void rv_write_ibqp_free(struct rv_ibqp *iq);
 void rv_write_qp_flush(struct rv_ibqp *iq);
 bool rv_write_qp_busy_for(struct rv_conn_qp *qp, const struct rv_file *rf);
+int rv_write_post_one(struct rv_file *rf, const struct rv_write *w);
 int rv_cmd_post_write(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		      void *arg);
 int rv_cmd_post_writes(struct rv_file *rf, const struct rv_ucmd *ucmd,
 		       void *arg);
+struct io_uring_cmd;
+/* rv_uring.c */
+int rv_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+
 int rv_cmd_stats(struct rv_file *rf, const struct rv_ucmd *ucmd, void *arg);
 
 #endif /* RV_WRITE_H */

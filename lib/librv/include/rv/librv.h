@@ -172,6 +172,25 @@ uint32_t rv_dump_total(const struct rv_dump_iter *it);
 uint32_t rv_dump_record_size(const struct rv_dump_iter *it);
 void rv_dump_close(struct rv_dump_iter *it);
 
+/* Writes through io_uring (rv_uring_open(3)): RV_URING_CMD_POST_WRITE in
+ * 128-byte SQEs; -EOPNOTSUPP from rv_uring_open() means use the ioctls. */
+#define RV_URING_SQPOLL		1u	/* a kernel thread takes the SQEs */
+#define RV_URING_MAX_ENTRIES	32768	/* SQ entries at most */
+struct rv_uring;
+/* A post the kernel refused: its write's wr_id and positive errno. */
+struct rv_uring_error {
+	uint64_t wr_id;
+	int error;
+};
+int rv_uring_open(struct rv *rv, unsigned int entries, unsigned int flags,
+		  struct rv_uring **up);
+int rv_uring_post_write(struct rv_uring *u, const struct rv_write *w);
+int rv_uring_submit(struct rv_uring *u);
+int rv_uring_reap(struct rv_uring *u, struct rv_uring_error *errs,
+		  unsigned int max);
+int rv_uring_fd(const struct rv_uring *u);
+void rv_uring_close(struct rv_uring *u);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,7 +63,8 @@ library() {
 		grep -q 'LIBRV_1.2 *rv_ipv4_gid$' <<<"$syms" &&
 		grep -q 'LIBRV_1.3 *rv_reg_mem_keys$' <<<"$syms" &&
 		grep -q 'LIBRV_1.4 *rv_dump_open$' <<<"$syms" &&
-		grep -q 'LIBRV_1.5 *rv_mr_table_stats$' <<<"$syms"
+		grep -q 'LIBRV_1.5 *rv_mr_table_stats$' <<<"$syms" &&
+		grep -q 'LIBRV_1.5 *rv_uring_open$' <<<"$syms"
 }
 
 # pkg-config sees only the stage: PKG_CONFIG_LIBDIR replaces the default

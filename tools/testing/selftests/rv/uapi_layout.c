@@ -215,6 +215,12 @@
 	F(rv_post_write, flags)				\
 	F(rv_post_write, write)
 
+/* The io_uring command: @write likewise. */
+#define RV_URING_POST_WRITE_FIELDS(F)			\
+	F(rv_uring_post_write, flags)			\
+	F(rv_uring_post_write, rsvd)			\
+	F(rv_uring_post_write, write)
+
 #define RV_POST_WRITES_FIELDS(F)			\
 	F(rv_post_writes, size)				\
 	F(rv_post_writes, flags)			\
@@ -362,7 +368,8 @@
 	S(rv_dump_qp, RV_DUMP_QP_FIELDS)		\
 	S(rv_dump_conn, RV_DUMP_CONN_FIELDS)		\
 	S(rv_dump_proc, RV_DUMP_PROC_FIELDS)		\
-	S(rv_launcher_job, RV_LAUNCHER_JOB_FIELDS)
+	S(rv_launcher_job, RV_LAUNCHER_JOB_FIELDS)	\
+	S(rv_uring_post_write, RV_URING_POST_WRITE_FIELDS)
 
 #define FSIZE(s, f)	sizeof(((struct s *)0)->f)
 #define FEND(s, f)	(offsetof(struct s, f) + FSIZE(s, f))
