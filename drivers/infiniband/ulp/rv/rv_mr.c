@@ -1463,9 +1463,15 @@ static bool rv_mr_hold_in_table(struct rv_mr_cache *cache,
 	if (!t)
 		return false;
 	spin_lock_bh(&cache->lock);
-	if (e->state == RV_MR_CACHED && !e->suspect && !e->no_table &&
-	    !rv_mr_table_post(t, e))
+	if (e->has_slot) {
+		/* Back in the table once checked (a no-op if it is). */
+		if (e->state == RV_MR_CACHED && !e->suspect)
+			rv_mr_table_post(t, e);
+	} else if (!e->no_table &&
+		   (e->state != RV_MR_CACHED || e->suspect ||
+		    !rv_mr_table_post(t, e))) {
 		e->no_table = true;
+	}
 	if (e->has_slot) {
 		rv_mr_table_hold(t, e);
 		/* Held now: not freed, whatever its state. */
