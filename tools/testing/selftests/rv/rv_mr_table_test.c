@@ -557,7 +557,7 @@ TEST_F(table, fork_parent_and_child)
 	int h, status;
 	pid_t pid;
 
-	h = rv_reg_mem(self->f.rv, self->buf, self->len, ACC_RW, NULL);
+	h = rv_reg_mem(self->f.rv, self->buf, self->len, ACC_LW, NULL);
 	ASSERT_GT(h, 0);
 	pid = fork();
 	ASSERT_GE(pid, 0);
@@ -566,7 +566,7 @@ TEST_F(table, fork_parent_and_child)
 		int bad = 0;
 
 		/* Not mapped here: librv must not touch it. */
-		bad |= rv_reg_mem(self->f.rv, self->buf, self->len, ACC_RW,
+		bad |= rv_reg_mem(self->f.rv, self->buf, self->len, ACC_LW,
 				  NULL) != -EPERM;
 		bad |= (rv_dereg_mem(self->f.rv, h) != -EPERM) << 1;
 		bad |= (rv_mr_table_stats(self->f.rv, &t) || t.entries) << 2;
@@ -579,7 +579,7 @@ TEST_F(table, fork_parent_and_child)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	/* Pinned pages stay the parent's through fork: still a hit. */
 	memset(self->buf, 9, self->len);
-	EXPECT_EQ(h, rv_reg_mem(self->f.rv, self->buf, self->len, ACC_RW,
+	EXPECT_EQ(h, rv_reg_mem(self->f.rv, self->buf, self->len, ACC_LW,
 				NULL));
 	EXPECT_EQ(1, tstats(&self->f).hits);
 	EXPECT_EQ(0, kstats(&self->f).invalidations);
