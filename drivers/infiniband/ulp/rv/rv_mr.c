@@ -56,6 +56,7 @@
 #include "rv.h"
 #include "rv_trace.h"
 
+#include <linux/delay.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -493,6 +494,8 @@ static bool rv_mr_event_may_keep_pages(enum mmu_notifier_event event)
 
 /* Pages compared per get_user_pages_fast_only() call. */
 #define RV_MR_CHECK_BATCH 32
+/* Looks at a suspect entry before it is taken as changed (~1 ms). */
+#define RV_MR_CHECK_TRIES 10
 
 /*
  * Whether every page of @e is mapped at its address now, without
@@ -536,26 +539,38 @@ static bool rv_mr_pages_in_place(const struct rv_mr_entry *e)
  */
 static bool rv_mr_revalidate(struct rv_mr_cache *cache, struct rv_mr_entry *e)
 {
-	unsigned long seq = mmu_interval_read_begin(&e->notifier);
-	bool same = rv_mr_pages_in_place(e);
-	bool ok = false;
+	unsigned long seq;
+	int tries = 0;
+	bool same;
 
-	spin_lock_bh(&cache->lock);
-	if (e->state != RV_MR_CACHED) {
-		ok = false;
-	} else if (!e->suspect) {
-		ok = true;
-	} else if (same && !mmu_interval_read_retry(&e->notifier, seq)) {
-		e->suspect = false;
-		cache->stats.invalidations_spurious++;
-		ok = true;
-	} else {
-		trace_rv_mr_invalidate(e);
-		cache->stats.invalidations++;
-		rv_mr_retire(cache, e);
+	for (;;) {
+		seq = mmu_interval_read_begin(&e->notifier);
+		same = rv_mr_pages_in_place(e);
+		spin_lock_bh(&cache->lock);
+		if (e->state != RV_MR_CACHED || !e->suspect)
+			break;
+		if (same && !mmu_interval_read_retry(&e->notifier, seq)) {
+			e->suspect = false;
+			cache->stats.invalidations_spurious++;
+			break;
+		}
+		if (++tries == RV_MR_CHECK_TRIES) {
+			trace_rv_mr_invalidate(e);
+			cache->stats.invalidations++;
+			rv_mr_retire(cache, e);
+			break;
+		}
+		spin_unlock_bh(&cache->lock);
+		/*
+		 * Another event, or a page not present: work that backs off
+		 * (a migration that fails on a pinned page) puts the entry
+		 * back after its event has ended.  Look again shortly.
+		 */
+		usleep_range(50, 100);
 	}
+	same = e->state == RV_MR_CACHED;
 	spin_unlock_bh(&cache->lock);
-	return ok;
+	return same;
 }
 
 /*

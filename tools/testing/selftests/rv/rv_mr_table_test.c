@@ -840,10 +840,18 @@ struct race {
 	char *moving[4];	/* munmapped and mapped again */
 	atomic_bool stop;
 	atomic_int bad;
+	atomic_int bad_at[64];
 	atomic_long hits;
 };
 
 #define RACE_LEN (64 * KiB)
+
+/* Count a wrong answer, and say the first of each kind. */
+#define RACE_BAD(r, what, val) do {					\
+	if (!atomic_fetch_add(&(r)->bad_at[__LINE__ % 64], 1))		\
+		fprintf(stderr, "# race: %s: %d\n", what, (int)(val));	\
+	atomic_fetch_add(&(r)->bad, 1);					\
+} while (0)
 
 static void *race_hitter(void *arg)
 {
@@ -858,23 +866,25 @@ static void *race_hitter(void *arg)
 		if (h <= 0) {
 			/* Evictions may leave no room for a moment. */
 			if (h != -ENOSPC)
-				atomic_fetch_add(&r->bad, 1);
+				RACE_BAD(r, "stable registration", h);
 		} else {
 			/* Held: never evicted under us. */
 			err = post_from(r->f, h, p, RACE_LEN);
 			if (err != -EPIPE)
-				atomic_fetch_add(&r->bad, 1);
-			if (rv_dereg_mem(r->f->rv, h) < 0)
-				atomic_fetch_add(&r->bad, 1);
+				RACE_BAD(r, "stable post", err);
+			err = rv_dereg_mem(r->f->rv, h);
+			if (err < 0)
+				RACE_BAD(r, "stable release", err);
 		}
 		p = r->moving[i % 4];
 		h = rv_reg_mem(r->f->rv, p, RACE_LEN, ACC_LW, NULL);
 		if (h > 0) {
 			err = post_from(r->f, h, p, RACE_LEN);
 			if (err != -EPIPE && err != -ESTALE)
-				atomic_fetch_add(&r->bad, 1);
-			if (rv_dereg_mem(r->f->rv, h) < 0)
-				atomic_fetch_add(&r->bad, 1);
+				RACE_BAD(r, "moving post", err);
+			err = rv_dereg_mem(r->f->rv, h);
+			if (err < 0)
+				RACE_BAD(r, "moving release", err);
 		}
 		atomic_fetch_add(&r->hits, 1);
 		i++;
@@ -893,7 +903,7 @@ static void *race_changer(void *arg)
 		/* Only this thread changes them: the range is ours again. */
 		if (munmap(p, RACE_LEN) ||
 		    map_at(p, RACE_LEN, MAP_FIXED_NOREPLACE) != p)
-			atomic_fetch_add(&r->bad, 1);
+			RACE_BAD(r, "remap", errno);
 	}
 	return NULL;
 }
@@ -905,9 +915,10 @@ static void *race_evicter(void *arg)
 	while (!atomic_load(&r->stop)) {
 		struct rv_evict e = { .mode = RV_EVICT_AMOUNT,
 				      .target_entries = 8 };
+		int err = rv_evict(r->f->rv, &e);
 
-		if (rv_evict(r->f->rv, &e))
-			atomic_fetch_add(&r->bad, 1);
+		if (err)
+			RACE_BAD(r, "evict", err);
 		kstats(r->f);
 	}
 	return NULL;
