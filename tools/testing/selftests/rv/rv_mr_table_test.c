@@ -15,8 +15,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -26,7 +24,6 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -162,30 +159,6 @@ FIXTURE_TEARDOWN(table)
 	rv_close(self->f.rv);
 }
 
-/*
- * Install a filter on this thread only: ioctl(2) fails with
- * IOCTL_DENIED, every other call proceeds.
- */
-static int deny_ioctl(void)
-{
-	struct sock_filter insns[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | IOCTL_DENIED),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {
-		.len = sizeof(insns) / sizeof(insns[0]),
-		.filter = insns,
-	};
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ?
-	       -errno : 0;
-}
-
 struct no_ioctl_run {
 	struct file *f;
 	char *buf;
@@ -196,7 +169,8 @@ static void *no_ioctl_thread(void *arg)
 {
 	struct no_ioctl_run *r = arg;
 
-	r->filter = deny_ioctl();
+	/* This thread only: ioctl(2) fails with IOCTL_DENIED. */
+	r->filter = rv_deny_syscall(__NR_ioctl, IOCTL_DENIED);
 	if (r->filter)
 		return NULL;
 	r->hit = rv_reg_mem(r->f->rv, r->buf, 64 * KiB, ACC_LW, NULL);

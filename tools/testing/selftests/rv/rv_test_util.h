@@ -107,6 +107,13 @@ int rv_drop_cap_ipc_lock(void);
  */
 void *rv_map_aligned(size_t len, size_t align);
 
+/*
+ * Make system call @nr fail with @err in the calling thread (and the
+ * threads and processes it starts later), every other call proceed: a
+ * seccomp filter, after no_new_privs.  0 or -errno.
+ */
+int rv_deny_syscall(int nr, int err);
+
 /* ---- time ---------------------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in nanoseconds and in milliseconds. */

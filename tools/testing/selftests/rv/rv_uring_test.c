@@ -29,11 +29,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <getopt.h>
-#include <linux/filter.h>
 #include <linux/perf_event.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
@@ -669,25 +666,6 @@ out:
 	free(st.ended);
 }
 
-/* Deny io_uring_setup() with EPERM, as a container's seccomp profile. */
-static int deny_io_uring(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = 4, .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		return -errno;
-	return 0;
-}
-
 static int write_sysctl(const char *path, const char *v)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
@@ -719,7 +697,8 @@ static void disabled(void)
 	} else {
 		rv_check_skip("disabled-sysctl", "no %s (before 6.6)", sysctl);
 	}
-	ret = deny_io_uring();
+	/* io_uring_setup() EPERM, as a container's seccomp profile. */
+	ret = rv_deny_syscall(__NR_io_uring_setup, EPERM);
 	if (!rv_check(!ret, "seccomp", "%s", strerror(-ret)))
 		return;
 	ret = rv_uring_open(rv, 8, 0, &u);
