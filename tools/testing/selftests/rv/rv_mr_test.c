@@ -44,7 +44,7 @@
  * KiB of VmPin that are the rings and MR tables of this process's attached
  * files: a page of ring, two of slots and one of holds each.
  */
-#define FILE_PIN_KB (4 + RV_MR_TABLE_MMAP_SIZE(RV_MIN_MR_TABLE_ENTRIES) / 1024 + 4)
+#define FILE_PIN_KB (4 + RV_TEST_MIN_TABLE_KB)
 static long ring_pin_kb;
 
 __attribute__((constructor)) static void table_off(void)

@@ -23,12 +23,6 @@
 
 #define ENTRIES 256
 
-/*
- * KiB of VmPin an ATTACH charges besides its ring: the smallest MR table
- * these tests ask for (two pages of slots, one of holds).
- */
-#define TABLE_KB (RV_MR_TABLE_MMAP_SIZE(RV_MIN_MR_TABLE_ENTRIES) / 1024 + 4)
-
 static int raw_attach(int fd, uint32_t entries)
 {
 	struct rv_attach a;
@@ -220,7 +214,8 @@ TEST(memlock_charge)
 	/* 4096 entries (128 KiB + header) fit. */
 	ASSERT_EQ(0, raw_attach(fd, 4096));
 	pages = (RV_RING_MMAP_SIZE(4096) + 4095) / 4096;
-	EXPECT_EQ(before + pages * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(before + pages * 4 + RV_TEST_MIN_TABLE_KB,
+		  rv_proc_status_kb("VmPin"));
 	close(fd);
 	EXPECT_EQ(before, rv_proc_status_kb("VmPin"));
 }
@@ -269,10 +264,10 @@ TEST(memlock_shared_with_mr)
 	a.ring_entries = 65536;
 	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	ASSERT_LE(0, rv_attach(big, &a));
-	EXPECT_EQ(513 * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(513 * 4 + RV_TEST_MIN_TABLE_KB, rv_proc_status_kb("VmPin"));
 	EXPECT_EQ(-ENOMEM, rv_reg_mem(big, buf, mr_len,
 				      RV_ACCESS_LOCAL_WRITE, NULL));
-	EXPECT_EQ(513 * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(513 * 4 + RV_TEST_MIN_TABLE_KB, rv_proc_status_kb("VmPin"));
 	rv_close(big);
 	EXPECT_EQ(0, rv_proc_status_kb("VmPin"));
 
@@ -284,7 +279,7 @@ TEST(memlock_shared_with_mr)
 	ASSERT_LE(0, rv_attach(small, &a));
 	h = rv_reg_mem(small, buf, mr_len, RV_ACCESS_LOCAL_WRITE, NULL);
 	ASSERT_GT(h, 0);
-	EXPECT_EQ(4 + TABLE_KB + 768 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(4 + RV_TEST_MIN_TABLE_KB + 768 * 4, rv_proc_status_kb("VmPin"));
 
 	/* ...and then leaves no room for the big ring of another file. */
 	ASSERT_EQ(0, rv_open(&other, 0));
@@ -292,7 +287,7 @@ TEST(memlock_shared_with_mr)
 	a.ring_entries = 65536;
 	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	EXPECT_EQ(-ENOMEM, rv_attach(other, &a));
-	EXPECT_EQ(4 + TABLE_KB + 768 * 4, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(4 + RV_TEST_MIN_TABLE_KB + 768 * 4, rv_proc_status_kb("VmPin"));
 
 	/* Closing the file with the pins frees the budget for it. */
 	EXPECT_EQ(0, rv_dereg_mem(small, h));
@@ -302,7 +297,7 @@ TEST(memlock_shared_with_mr)
 	a.ring_entries = 65536;
 	a.mr_table_entries = RV_MIN_MR_TABLE_ENTRIES;
 	EXPECT_LE(0, rv_attach(other, &a));
-	EXPECT_EQ(513 * 4 + TABLE_KB, rv_proc_status_kb("VmPin"));
+	EXPECT_EQ(513 * 4 + RV_TEST_MIN_TABLE_KB, rv_proc_status_kb("VmPin"));
 	rv_close(other);
 	munmap(buf, mr_len);
 }

@@ -114,6 +114,13 @@ void *rv_map_aligned(size_t len, size_t align);
  */
 int rv_deny_syscall(int nr, int err);
 
+/*
+ * KiB of VmPin the smallest MR table charges (its slots and a page of
+ * hold counts): tests that count VmPin attach with it.
+ */
+#define RV_TEST_MIN_TABLE_KB \
+	(RV_MR_TABLE_MMAP_SIZE(RV_MIN_MR_TABLE_ENTRIES) / 1024 + 4)
+
 /* ---- time ---------------------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in nanoseconds and in milliseconds. */
